@@ -1,0 +1,26 @@
+"""bayesvm: the support vector machine read as a Bayesian model.
+
+Sollich's Gaussian-process-prior interpretation of the SVM gives an evidence
+(marginal likelihood) for the hyperparameters and class probabilities with
+error bars. float64 is switched on at import: the evidence sums many terms
+and Cholesky factors of kernel matrices need the precision.
+"""
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+from . import kernels, model  # noqa: E402
+from .kernels import RBF, Exponential, Linear, Polynomial, make_kernel  # noqa: E402
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "kernels",
+    "model",
+    "RBF",
+    "Exponential",
+    "Polynomial",
+    "Linear",
+    "make_kernel",
+]

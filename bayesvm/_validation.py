@@ -1,0 +1,87 @@
+"""Input checks shared by the public entry points.
+
+Every check raises ``ValueError`` with a message that says what was wrong and
+what is accepted, before any array reaches JAX.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .kernels import Kernel
+
+
+def check_inputs(X, *, name: str = "X", n_features: int | None = None) -> np.ndarray:
+    """A finite float64 array of shape (n_samples, n_features)."""
+    try:
+        arr = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} must be numeric (an array of shape (n_samples, n_features)): {err}") from None
+    if arr.ndim == 1:
+        raise ValueError(
+            f"{name} must be 2-D with shape (n_samples, n_features); got a 1-D array of length {arr.shape[0]}. "
+            "Reshape with X.reshape(-1, 1) for one feature or X.reshape(1, -1) for one sample."
+        )
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be 2-D with shape (n_samples, n_features); got shape {arr.shape}")
+    if arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise ValueError(f"{name} is empty (shape {arr.shape}); at least one sample and one feature are needed")
+    if not np.all(np.isfinite(arr)):
+        bad = int(np.sum(~np.isfinite(arr)))
+        raise ValueError(f"{name} contains {bad} NaN or infinite value(s); only finite values are accepted")
+    if n_features is not None and arr.shape[1] != n_features:
+        raise ValueError(f"{name} has {arr.shape[1]} features but the model was fitted with {n_features}")
+    return arr
+
+
+def check_labels(y, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
+    """Map two-valued labels to -1/+1.
+
+    Returns ``(y_pm, classes)`` where ``classes`` is the sorted pair of
+    original labels; ``classes[1]`` becomes +1.
+    """
+    arr = np.asarray(y)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr.ravel()
+    if arr.ndim != 1:
+        raise ValueError(f"y must be 1-D with one label per sample; got shape {arr.shape}")
+    if arr.shape[0] != n_samples:
+        raise ValueError(f"X has {n_samples} samples but y has {arr.shape[0]} labels; they must match")
+    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+        raise ValueError("y contains NaN or infinite labels; labels must be two distinct finite values")
+    classes = np.unique(arr)
+    if classes.size < 2:
+        raise ValueError(
+            f"y has only one class ({classes[0]!r}); a binary classifier needs labels of two classes"
+        )
+    if classes.size > 2:
+        shown = ", ".join(repr(c) for c in classes[:5]) + (", ..." if classes.size > 5 else "")
+        raise ValueError(
+            f"y has {classes.size} classes ({shown}); bayesvm is a binary classifier and accepts exactly two"
+        )
+    y_pm = np.where(arr == classes[1], 1.0, -1.0)
+    return y_pm, classes
+
+
+def check_positive(value, name: str) -> float:
+    """A finite, strictly positive scalar."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
+        try:
+            value = float(np.asarray(value))
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be a positive number; got {value!r}") from None
+    value = float(value)
+    if not np.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be finite and > 0; got {value}")
+    return value
+
+
+def check_kernel(kernel) -> Kernel:
+    """A kernel instance with hyperparameters in range."""
+    if not isinstance(kernel, Kernel):
+        raise ValueError(
+            f"kernel must be a bayesvm kernel (RBF, Exponential, Polynomial, Linear); got {type(kernel).__name__}"
+        )
+    return kernel.check()

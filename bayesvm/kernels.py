@@ -1,0 +1,223 @@
+"""Kernel families of the SVM's Gaussian-process prior.
+
+Every kernel has the form
+
+    K(x, x') = amplitude * base(x, x') + offset,
+
+where ``base`` is the unit-amplitude shape of the family, ``amplitude`` is the
+prior variance scale k0 and ``offset`` is the variance k_b of a constant
+(bias) term: a Gaussian prior of variance B^2 on the SVM bias b is the same as
+adding B^2 to the kernel (DESIGN.md section 3), so there is no separate b.
+
+Kernels are frozen dataclasses registered as JAX pytrees: their continuous
+hyperparameters are array leaves, so a kernel whose leaves are arrays of
+shape ``(B,)`` is a batch of ``B`` kernels and works under ``jax.vmap``.
+Discrete settings (the polynomial degree) are static metadata.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+Array = jax.Array
+
+__all__ = [
+    "Kernel",
+    "RBF",
+    "Exponential",
+    "Polynomial",
+    "Linear",
+    "make_kernel",
+    "KERNELS",
+]
+
+
+def squared_distances(X1: Array, X2: Array) -> Array:
+    """Pairwise squared Euclidean distances, clipped at zero.
+
+    Uses |a - b|^2 = |a|^2 + |b|^2 - 2 a.b after centring both sets on the
+    mean of ``X1``, which keeps the cancellation error small for data far from
+    the origin.
+    """
+    centre = jnp.mean(X1, axis=0)
+    A = X1 - centre
+    B = X2 - centre
+    d2 = jnp.sum(A * A, axis=1)[:, None] + jnp.sum(B * B, axis=1)[None, :] - 2.0 * A @ B.T
+    return jnp.maximum(d2, 0.0)
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """Base class: ``K = amplitude * base(x, x') + offset``.
+
+    Subclasses define :meth:`base` and list the hyperparameters that must be
+    strictly positive in ``_positive``; ``amplitude`` must be positive and
+    ``offset`` non-negative for every family.
+    """
+
+    _positive: ClassVar[tuple[str, ...]] = ()
+    name: ClassVar[str] = "kernel"
+
+    def base(self, X1: Array, X2: Array) -> Array:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def base_diag(self, X: Array) -> Array:
+        """Diagonal of ``base(X, X)``; subclasses override when it is cheaper."""
+        return jax.vmap(lambda x: self.base(x[None, :], x[None, :])[0, 0])(X)
+
+    def __call__(self, X1: Array, X2: Array | None = None) -> Array:
+        """Gram matrix ``K(X1, X2)`` (``K(X1, X1)`` when ``X2`` is None)."""
+        X1 = jnp.asarray(X1)
+        if X2 is None:
+            base = self.base(X1, X1)
+            # exact symmetry and exact diagonal, whatever the rounding in base
+            base = 0.5 * (base + base.T)
+            n = X1.shape[0]
+            base = base.at[jnp.arange(n), jnp.arange(n)].set(self.base_diag(X1))
+        else:
+            base = self.base(X1, jnp.asarray(X2))
+        return self.amplitude * base + self.offset
+
+    def diag(self, X: Array) -> Array:
+        """``K(x, x)`` for each row of ``X``."""
+        return self.amplitude * self.base_diag(jnp.asarray(X)) + self.offset
+
+    def replace(self, **changes) -> "Kernel":
+        """A copy with some hyperparameters changed."""
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def hyperparameters(self) -> dict[str, object]:
+        """The kernel's hyperparameters by name (continuous and static)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def check(self) -> "Kernel":
+        """Raise ``ValueError`` for hyperparameters outside their range.
+
+        Only concrete values are checked (a kernel inside ``jit`` is passed
+        through unchanged). Returns ``self`` so it can be chained.
+        """
+        ranges = {name: "> 0" for name in ("amplitude", *self._positive)}
+        ranges["offset"] = ">= 0"
+        for name, rule in ranges.items():
+            value = getattr(self, name)
+            if isinstance(value, jax.core.Tracer):
+                continue
+            value = np.asarray(value, dtype=float)
+            bad = ~np.isfinite(value) | ((value <= 0) if rule == "> 0" else (value < 0))
+            if np.any(bad):
+                raise ValueError(
+                    f"{type(self).__name__}.{name} must be finite and {rule}; got {value.tolist()}"
+                )
+        return self
+
+
+def _register(cls, data_fields, meta_fields=()):
+    cls = dataclass(frozen=True)(cls)
+    return jax.tree_util.register_dataclass(
+        cls, data_fields=list(data_fields), meta_fields=list(meta_fields)
+    )
+
+
+class RBF(Kernel):
+    """Squared-exponential kernel, base = exp(-|x - x'|^2 / (2 length_scale^2))."""
+
+    length_scale: float | Array = 1.0
+    amplitude: float | Array = 1.0
+    offset: float | Array = 1.0
+    _positive: ClassVar[tuple[str, ...]] = ("length_scale",)
+    name: ClassVar[str] = "rbf"
+
+    def base(self, X1, X2):
+        return jnp.exp(-0.5 * squared_distances(X1, X2) / self.length_scale**2)
+
+    def base_diag(self, X):
+        return jnp.ones(X.shape[0], dtype=X.dtype)
+
+
+class Exponential(Kernel):
+    """Ornstein-Uhlenbeck kernel, base = exp(-|x - x'| / length_scale)."""
+
+    length_scale: float | Array = 1.0
+    amplitude: float | Array = 1.0
+    offset: float | Array = 1.0
+    _positive: ClassVar[tuple[str, ...]] = ("length_scale",)
+    name: ClassVar[str] = "exponential"
+
+    def base(self, X1, X2):
+        return jnp.exp(-jnp.sqrt(squared_distances(X1, X2)) / self.length_scale)
+
+    def base_diag(self, X):
+        return jnp.ones(X.shape[0], dtype=X.dtype)
+
+
+class Polynomial(Kernel):
+    """Polynomial kernel, base = (gamma x.x' + coef0)^degree (``degree`` is static)."""
+
+    gamma: float | Array = 1.0
+    coef0: float | Array = 1.0
+    amplitude: float | Array = 1.0
+    offset: float | Array = 1.0
+    degree: int = 2
+    _positive: ClassVar[tuple[str, ...]] = ("gamma",)
+    name: ClassVar[str] = "polynomial"
+
+    def base(self, X1, X2):
+        return (self.gamma * (X1 @ X2.T) + self.coef0) ** self.degree
+
+    def base_diag(self, X):
+        return (self.gamma * jnp.sum(X * X, axis=1) + self.coef0) ** self.degree
+
+    def check(self):
+        if not (isinstance(self.degree, (int, np.integer)) and self.degree >= 1):
+            raise ValueError(f"Polynomial.degree must be an integer >= 1; got {self.degree!r}")
+        coef0 = self.coef0
+        if not isinstance(coef0, jax.core.Tracer) and np.any(np.asarray(coef0) < 0):
+            raise ValueError(f"Polynomial.coef0 must be >= 0 (positive definite kernel); got {coef0}")
+        return super().check()
+
+
+class Linear(Kernel):
+    """Linear kernel, base = x.x'."""
+
+    amplitude: float | Array = 1.0
+    offset: float | Array = 1.0
+    name: ClassVar[str] = "linear"
+
+    def base(self, X1, X2):
+        return X1 @ X2.T
+
+    def base_diag(self, X):
+        return jnp.sum(X * X, axis=1)
+
+
+RBF = _register(RBF, ["length_scale", "amplitude", "offset"])
+Exponential = _register(Exponential, ["length_scale", "amplitude", "offset"])
+Polynomial = _register(Polynomial, ["gamma", "coef0", "amplitude", "offset"], ["degree"])
+Linear = _register(Linear, ["amplitude", "offset"])
+
+KERNELS: dict[str, type[Kernel]] = {
+    cls.name: cls for cls in (RBF, Exponential, Polynomial, Linear)
+}
+
+
+def make_kernel(name: str, **hyperparameters) -> Kernel:
+    """Build a kernel from its family name (``rbf``, ``exponential``, ``polynomial``, ``linear``)."""
+    key = str(name).lower()
+    aliases = {"ou": "exponential", "ornstein-uhlenbeck": "exponential", "gaussian": "rbf", "poly": "polynomial"}
+    key = aliases.get(key, key)
+    if key not in KERNELS:
+        raise ValueError(f"unknown kernel {name!r}; accepted: {', '.join(sorted(KERNELS))}")
+    cls = KERNELS[key]
+    try:
+        kernel = cls(**hyperparameters)
+    except TypeError as err:
+        accepted = [f.name for f in dataclasses.fields(cls)]
+        raise ValueError(f"{cls.__name__} accepts {accepted}; got {sorted(hyperparameters)}") from err
+    return kernel.check()

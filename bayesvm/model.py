@@ -1,0 +1,69 @@
+"""The probabilistic model behind the SVM (Sollich 2002), in one place.
+
+Notation (DESIGN.md section 1): latent output theta = theta(x), labels
+y in {-1, +1}, hinge loss l(z) = max(0, 1 - z) and the unnormalised
+likelihood
+
+    Q(y | theta) = kappa(C) exp(-C l(y theta)),  kappa(C) = 1 / (1 + exp(-2C)).
+
+nu(theta) = Q(+1 | theta) + Q(-1 | theta) <= 1 is the probability that a
+label is emitted at all; 1 - nu is the "don't know" probability. Everything
+is computed in log space with stable primitives.
+
+Reference: P. Sollich, "Bayesian methods for support vector machines:
+evidence and predictive class probabilities", Machine Learning 46 (2002).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+Array = jax.Array
+
+__all__ = [
+    "log_kappa",
+    "hinge",
+    "log_label_likelihood",
+    "log_nu",
+    "label_log_odds",
+    "label_probability",
+]
+
+
+def log_kappa(C: Array | float) -> Array:
+    """ln kappa(C) = -ln(1 + exp(-2C)), the largest log-constant keeping nu <= 1."""
+    return -jnp.logaddexp(0.0, -2.0 * jnp.asarray(C))
+
+
+def hinge(z: Array) -> Array:
+    """Hinge loss l(z) = max(0, 1 - z)."""
+    return jnp.maximum(0.0, 1.0 - z)
+
+
+def log_label_likelihood(y: Array, theta: Array, C: Array | float) -> Array:
+    """ln Q(y | theta) = ln kappa(C) - C l(y theta)."""
+    return log_kappa(C) - C * hinge(y * theta)
+
+
+def log_nu(theta: Array, C: Array | float) -> Array:
+    """ln nu(theta) = ln kappa(C) + ln[exp(-C l(theta)) + exp(-C l(-theta))].
+
+    Equals 0 exactly at |theta| = 1 and is negative elsewhere.
+    """
+    return log_kappa(C) + jnp.logaddexp(-C * hinge(theta), -C * hinge(-theta))
+
+
+def label_log_odds(theta: Array, C: Array | float) -> Array:
+    """ln[Q(+1|theta) / Q(-1|theta)] = C g(theta).
+
+    g(theta) = 2 theta for |theta| <= 1 and sign(theta) (1 + |theta|) beyond;
+    it is odd and increasing, so the log-odds have the sign of theta.
+    """
+    g = jnp.where(jnp.abs(theta) <= 1.0, 2.0 * theta, jnp.sign(theta) * (1.0 + jnp.abs(theta)))
+    return C * g
+
+
+def label_probability(theta: Array, C: Array | float) -> Array:
+    """P(y = +1 | theta) = Q(+1) / (Q(+1) + Q(-1)) = sigmoid(C g(theta))."""
+    return jax.nn.sigmoid(label_log_odds(theta, C))
