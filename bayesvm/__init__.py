@@ -11,7 +11,11 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 from . import kernels, model  # noqa: E402
+from .evidence import Evidence, log_evidence, log_naive_evidence  # noqa: E402
 from .kernels import RBF, Exponential, Linear, Polynomial, make_kernel  # noqa: E402
+from .normalization import log_normalization  # noqa: E402
+from .posterior import Posterior  # noqa: E402
+from .solver import MapSVM, fit_map, solve_dual  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -23,4 +27,12 @@ __all__ = [
     "Polynomial",
     "Linear",
     "make_kernel",
+    "fit_map",
+    "solve_dual",
+    "MapSVM",
+    "log_evidence",
+    "log_naive_evidence",
+    "log_normalization",
+    "Evidence",
+    "Posterior",
 ]

@@ -34,6 +34,7 @@ __all__ = [
     "Polynomial",
     "Linear",
     "make_kernel",
+    "gram_matrix",
     "KERNELS",
 ]
 
@@ -201,6 +202,12 @@ RBF = _register(RBF, ["length_scale", "amplitude", "offset"])
 Exponential = _register(Exponential, ["length_scale", "amplitude", "offset"])
 Polynomial = _register(Polynomial, ["gamma", "coef0", "amplitude", "offset"], ["degree"])
 Linear = _register(Linear, ["amplitude", "offset"])
+
+@jax.jit
+def gram_matrix(kernel: Kernel, X1: Array, X2: Array | None = None) -> Array:
+    """``kernel(X1, X2)`` compiled once per kernel family and input shapes."""
+    return kernel(X1, X2)
+
 
 KERNELS: dict[str, type[Kernel]] = {
     cls.name: cls for cls in (RBF, Exponential, Polynomial, Linear)

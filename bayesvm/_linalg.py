@@ -1,0 +1,80 @@
+"""Fixed-shape linear algebra on index subsets.
+
+The solver, the evidence and the posterior all work on a subset of the
+training points (the free / marginal set) whose size is only known at run
+time. To stay jit- and vmap-friendly they gather that subset into a buffer of
+static size ``size`` and pad it with identity rows: a padded symmetric matrix
+``[[K_SS, 0], [0, I]]`` has the same Cholesky factor, log-determinant and
+solves on the subset as ``K_SS`` itself.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+Array = jax.Array
+
+
+def buffer_size(count: int, n: int) -> int:
+    """A static buffer for a subset of ``count`` of ``n`` points.
+
+    Room for growth (the solver's free set can grow while it is polished),
+    rounded up to a power of two so that few distinct sizes get compiled.
+    """
+    wanted = max(32, int(1.25 * count) + 16)
+    return min(n, 1 << (wanted - 1).bit_length())
+
+
+def subset_indices(mask: Array, size: int) -> tuple[Array, Array]:
+    """Indices of the ``True`` entries of ``mask``, padded to ``size``.
+
+    Returns ``(index, valid)``: ``index[:k]`` are the positions of the
+    ``k = mask.sum()`` selected entries in increasing order (truncated to
+    ``size`` when ``k > size``), ``valid[j]`` says whether slot ``j`` holds one.
+    """
+    index = jnp.argsort(~mask, stable=True)[:size]
+    valid = jnp.arange(size) < jnp.sum(mask)
+    return index, valid
+
+
+def padded_submatrix(K: Array, index: Array, valid: Array) -> Array:
+    """``K[index][:, index]`` with padding slots replaced by identity rows/columns."""
+    sub = K[index[:, None], index[None, :]]
+    both = valid[:, None] & valid[None, :]
+    return jnp.where(both, sub, jnp.eye(index.shape[0], dtype=K.dtype))
+
+
+def padded_vector(v: Array, index: Array, valid: Array) -> Array:
+    """``v[index]`` with padding slots set to zero."""
+    return jnp.where(valid, v[index], 0.0)
+
+
+def scatter_subset(values: Array, index: Array, valid: Array, n: int) -> Array:
+    """Inverse of :func:`padded_vector`: a length-``n`` vector, zero off the subset."""
+    return jnp.zeros(n, dtype=values.dtype).at[index].add(jnp.where(valid, values, 0.0))
+
+
+def cholesky_logdet(L: Array) -> Array:
+    """ln det(A) from the lower Cholesky factor L of A."""
+    return 2.0 * jnp.sum(jnp.log(jnp.diagonal(L, axis1=-2, axis2=-1)), axis=-1)
+
+
+def psd_cholesky(A, *, jitters=(0.0, 1e-10, 1e-8, 1e-6, 1e-4)) -> np.ndarray:
+    """Lower Cholesky factor of a positive semi-definite matrix (host-side).
+
+    Tries the matrix as it is, then adds the smallest jitter (relative to the
+    mean diagonal) that makes it positive definite: duplicate inputs and
+    low-rank kernels (linear, polynomial) give singular Gram matrices.
+    """
+    A = np.asarray(A, dtype=np.float64)
+    scale = float(np.mean(np.diag(A))) or 1.0
+    for jitter in jitters:
+        try:
+            return np.linalg.cholesky(A + (jitter * scale) * np.eye(A.shape[0]))
+        except np.linalg.LinAlgError:
+            continue
+    raise np.linalg.LinAlgError(
+        f"matrix is not positive semi-definite even with relative jitter {jitters[-1]:g}"
+    )

@@ -1,0 +1,462 @@
+"""Expectation propagation (EP) for the GP-prior reading of the SVM.
+
+EP approximates integrals of the form
+
+    Z = INT N(theta; 0, K) prod_i t_i(theta_i) dtheta
+
+over the latent outputs theta at n training points by replacing every site
+t_i with an unnormalised Gaussian in theta_i, chosen so that the
+approximation matches the mean and variance of the "tilted" distribution
+(cavity times exact site) one site at a time (Minka 2001; Rasmussen &
+Williams 2006, GPML section 3.6). Two site families appear in the evidence
+P(D) = Q(D) / N(D) (DESIGN.md section 2):
+
+* labels, ``ep_log_evidence``: t_i = Q(y_i | theta_i) = kappa(C) exp(-C l(y_i theta_i)),
+  so Z = Q(D), the naive evidence including its n ln kappa(C) term;
+* normalisation, ``ep_log_normalization``: t_i = nu(theta_i) =
+  kappa(C) [exp(-C l(theta_i)) + exp(-C l(-theta_i))], so Z = E_GP[prod_i nu(theta_i)],
+  the single-draw estimate of N(D) with the training inputs (DESIGN.md 2b).
+
+The hinge site is log-concave, so its Gaussian site precisions are never
+negative; nu is bimodal (maxima at theta = +-1) and gives negative site
+precisions, which the posterior update handles by splitting the sites into
+their positive and negative parts (see :func:`posterior_from_sites`).
+The derivation and the stabilisation choices are written out in docs/ep.md.
+
+Updates are parallel (all sites from the same posterior, then one Cholesky
+recomputation), damped in natural parameters and run inside
+``jax.lax.while_loop``: everything is jit-compiled with fixed shapes and
+vmaps over batches of Gram matrices and C values.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax.scipy.linalg import solve_triangular
+from jax.scipy.special import erfcx, log_ndtr
+
+from .model import log_kappa
+
+Array = jax.Array
+
+__all__ = [
+    "EPResult",
+    "EPPredictor",
+    "hinge_tilted_moments",
+    "nu_tilted_moments",
+    "ep_log_evidence",
+    "ep_log_normalization",
+    "ep_predict",
+]
+
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+_HALF_LOG_HALF_PI = 0.5 * math.log(0.5 * math.pi)
+# Above this standardised truncation point the tail shift and variance come
+# from Laplace's continued fraction (the direct forms lose ~eps * alpha^2).
+_CONTINUED_FRACTION_FROM = 4.0
+_CONTINUED_FRACTION_TERMS = 60
+
+
+# ---------------------------------------------------------------------------
+# One-dimensional building blocks
+# ---------------------------------------------------------------------------
+
+
+def _as_float(x) -> Array:
+    """x as a floating-point array (integers promoted to the default float)."""
+    return jnp.asarray(x, dtype=jnp.result_type(float, x))
+
+
+def log_mills_ratio(x: Array) -> Array:
+    """ln R(x), R(x) = Phi(-x) / phi(x) (the Mills ratio of the standard normal).
+
+    x >= 0: R = sqrt(pi/2) erfcx(x / sqrt 2) (no underflow in the far tail);
+    x < 0: ln R = ln Phi(-x) + x^2/2 + ln sqrt(2 pi) (no cancellation: ln Phi(-x) ~ 0).
+    """
+    x = _as_float(x)
+    right = _HALF_LOG_HALF_PI + jnp.log(erfcx(jnp.maximum(x, 0.0) / math.sqrt(2.0)))
+    left = log_ndtr(-x) + 0.5 * x * x + _HALF_LOG_2PI
+    return jnp.where(x >= 0.0, right, left)
+
+
+def _continued_fraction_tail(alpha: Array) -> tuple[Array, Array]:
+    """Shift t = lambda - alpha and variance w of N(0,1) truncated to [alpha, inf), large alpha.
+
+    Laplace's continued fraction R(alpha) = 1/(alpha + d_1), d_k = k / (alpha + d_{k+1}),
+    evaluated backwards, gives t = d_1 and, without cancellation,
+    w = 1 - lambda t = d_1^2 d_2 (alpha + 2 d_2 - d_3) / 2 (derivation in docs/ep.md).
+    """
+
+    def step(d_next, k):
+        return k / (alpha + d_next), None
+
+    ks = jnp.arange(_CONTINUED_FRACTION_TERMS, 2, -1, dtype=alpha.dtype)
+    d3, _ = jax.lax.scan(step, jnp.zeros_like(alpha), ks)
+    d2 = 2.0 / (alpha + d3)
+    d1 = 1.0 / (alpha + d2)
+    return d1, 0.5 * d1 * d1 * d2 * (alpha + 2.0 * d2 - d3)
+
+
+def standard_tail_moments(alpha: Array) -> tuple[Array, Array]:
+    """Moments of a standard normal truncated to [alpha, inf).
+
+    Returns (t, w) with mean = alpha + t and variance = w, where
+    lambda = phi(alpha) / Phi(-alpha) = 1 / R(alpha) is the inverse Mills ratio,
+    t = lambda - alpha > 0 and w = 1 - lambda t in (0, 1]
+    (Johnson, Kotz & Balakrishnan, Continuous Univariate Distributions 1, ch. 13).
+    Stable for every real alpha: continued fraction above alpha = 4.
+    """
+    alpha = _as_float(alpha)
+    lam = jnp.exp(-log_mills_ratio(alpha))
+    t_direct = lam - alpha
+    w_direct = 1.0 - lam * t_direct
+    t_cf, w_cf = _continued_fraction_tail(jnp.maximum(alpha, _CONTINUED_FRACTION_FROM))
+    far = alpha >= _CONTINUED_FRACTION_FROM
+    return jnp.where(far, t_cf, t_direct), jnp.where(far, w_cf, w_direct)
+
+
+class TiltedMoments(NamedTuple):
+    """ln Z, mean and variance of cavity(theta) * site(theta) / Z."""
+
+    log_z: Array
+    mean: Array
+    variance: Array
+
+
+def hinge_tilted_moments(mean: Array, variance: Array, C: Array | float, sign: Array | float = 1.0) -> TiltedMoments:
+    """Moments of N(theta; mean, variance) exp(-C l(s theta)), l(z) = max(0, 1 - z), s = +-1.
+
+    With u = s theta ~ N(m, v), m = s mean, sigma = sqrt(v), b = (1 - m) / sigma:
+      Z_1 = INT_{u>=1} N(u; m, v) du            = Phi(-b),
+      Z_2 = INT_{u<1} N(u; m, v) e^{-C(1-u)} du = e^{C sigma (C sigma / 2 - b)} Phi(-a),
+            a = C sigma - b  (the shifted Gaussian N(m + C v, v) cut at u = 1)
+          = phi(b) R(a)     (R the Mills ratio; used when a >= 0).
+    The tilted distribution is the mixture (weights Z_k / Z) of N(m, v) cut to
+    [1, inf) and N(m + C v, v) cut to (-inf, 1); with (t_k, w_k) the standard
+    tail moments at alpha_1 = b and alpha_2 = a,
+      E[u] = 1 + sigma (p_1 t_1 - p_2 t_2),
+      Var[u] = v [p_1 w_1 + p_2 w_2 + p_1 p_2 (t_1 + t_2)^2],
+    which has no cancellation anywhere. Returns moments of theta = s u.
+    The site carries no kappa(C) factor here.
+    """
+    mean, variance = _as_float(mean), _as_float(variance)
+    sigma = jnp.sqrt(variance)
+    m = sign * mean
+    b = (1.0 - m) / sigma
+    c_sigma = C * sigma
+    a = c_sigma - b
+    log_z1 = log_ndtr(-b)
+    log_z2 = jnp.where(
+        a >= 0.0,
+        -0.5 * b * b - _HALF_LOG_2PI + log_mills_ratio(a),
+        c_sigma * (0.5 * c_sigma - b) + log_ndtr(-a),
+    )
+    log_z = jnp.logaddexp(log_z1, log_z2)
+    p1 = jax.nn.sigmoid(log_z1 - log_z2)
+    p2 = jax.nn.sigmoid(log_z2 - log_z1)
+    t1, w1 = standard_tail_moments(b)
+    t2, w2 = standard_tail_moments(a)
+    mean_u = 1.0 + sigma * (p1 * t1 - p2 * t2)
+    var_u = variance * (p1 * w1 + p2 * w2 + p1 * p2 * (t1 + t2) ** 2)
+    return TiltedMoments(log_z, sign * mean_u, var_u)
+
+
+def label_tilted_moments(mean: Array, variance: Array, C: Array | float, y: Array | float) -> TiltedMoments:
+    """Moments of N(theta; mean, variance) Q(y | theta), Q = kappa(C) exp(-C l(y theta))."""
+    hinge = hinge_tilted_moments(mean, variance, C, y)
+    return hinge._replace(log_z=hinge.log_z + log_kappa(C))
+
+
+def nu_tilted_moments(mean: Array, variance: Array, C: Array | float) -> TiltedMoments:
+    """Moments of N(theta; mean, variance) nu(theta), nu = Q(+1 | theta) + Q(-1 | theta).
+
+    The tilted distribution is the mixture of the two label-tilted ones with
+    weights p_+- = Z_+- / (Z_+ + Z_-); ln Z = logsumexp of the two ln Z's,
+    mean = p_+ m_+ + p_- m_-, variance = p_+ v_+ + p_- v_- + p_+ p_- (m_+ - m_-)^2.
+    """
+    plus = label_tilted_moments(mean, variance, C, 1.0)
+    minus = label_tilted_moments(mean, variance, C, -1.0)
+    log_z = jnp.logaddexp(plus.log_z, minus.log_z)
+    p_plus = jax.nn.sigmoid(plus.log_z - minus.log_z)
+    p_minus = jax.nn.sigmoid(minus.log_z - plus.log_z)
+    mean_t = p_plus * plus.mean + p_minus * minus.mean
+    var_t = p_plus * plus.variance + p_minus * minus.variance + p_plus * p_minus * (plus.mean - minus.mean) ** 2
+    return TiltedMoments(log_z, mean_t, var_t)
+
+
+# ---------------------------------------------------------------------------
+# Gaussian posterior from site parameters
+# ---------------------------------------------------------------------------
+
+
+class EPPredictor(NamedTuple):
+    """What predictions at new inputs need (GPML Algorithm 3.6, with negative sites).
+
+    Predictive mean  = K(X*, X) alpha,  alpha = nu_site - S mu = K^-1 mu.
+    Predictive var   = k** - |L^-1 (s_+ * k*)|^2 + |negative_factor k*|^2,
+    L = chol(I + S_+^1/2 K S_+^1/2), s_+ = sqrt(max(tau, 0)); negative_factor is
+    (0, n) when no site precision can be negative (label sites).
+    """
+
+    alpha: Array
+    chol_positive: Array
+    sqrt_positive: Array
+    negative_factor: Array
+
+
+class GaussianPosterior(NamedTuple):
+    """N(mu, Sigma) proportional to N(0, K) prod_i exp(-tau_i theta_i^2 / 2 + shift_i theta_i)."""
+
+    mean: Array
+    variance: Array  # diag Sigma
+    log_det: Array  # ln det(I + K S) = ln det(K Sigma^-1)
+
+
+def _positive_part(K: Array, tau: Array) -> tuple[Array, Array, Array]:
+    """s_+ = sqrt(max(tau, 0)), L = chol(B), B = I + S_+^1/2 K S_+^1/2, V = L^-1 S_+^1/2 K (GPML eq. 3.67)."""
+    sqrt_pos = jnp.sqrt(jnp.maximum(tau, 0.0))
+    chol = jnp.linalg.cholesky(jnp.eye(K.shape[0], dtype=K.dtype) + sqrt_pos[:, None] * K * sqrt_pos[None, :])
+    return sqrt_pos, chol, solve_triangular(chol, sqrt_pos[:, None] * K, lower=True)
+
+
+def _negative_part(sigma_pos: Array, tau: Array) -> tuple[Array, Array]:
+    """s_- = sqrt(max(-tau, 0)) and L_- = chol(G), G = I - S_-^1/2 Sigma_+ S_-^1/2 (NaN if improper)."""
+    sqrt_neg = jnp.sqrt(jnp.maximum(-tau, 0.0))
+    eye = jnp.eye(tau.shape[0], dtype=tau.dtype)
+    return sqrt_neg, jnp.linalg.cholesky(eye - sqrt_neg[:, None] * sigma_pos * sqrt_neg[None, :])
+
+
+def posterior_from_sites(K: Array, tau: Array, shift: Array, allow_negative: bool) -> GaussianPosterior:
+    """Gaussian posterior of the GP prior N(0, K) times Gaussian sites (tau, shift = tau * site mean).
+
+    Positive part (GPML eqs. 3.67-3.68): S_+ = diag(max(tau, 0)),
+      B = I + S_+^1/2 K S_+^1/2 = L L^T,  V = L^-1 S_+^1/2 K,  Sigma_+ = K - V^T V.
+    Negative part (only if ``allow_negative``): S_- = diag(max(-tau, 0)), then by Woodbury
+      Sigma = (Sigma_+^-1 - S_-)^-1 = Sigma_+ + W^T W,
+      G = I - S_-^1/2 Sigma_+ S_-^1/2 = L_- L_-^T,  W = L_-^-1 S_-^1/2 Sigma_+.
+    G is positive definite exactly when the posterior is proper; otherwise its
+    Cholesky factor is NaN, and so is every output (callers test for that).
+    mu = Sigma shift,  ln det(I + K S) = 2 sum ln diag L + 2 sum ln diag L_-.
+    Without negative sites Sigma is never formed (only its diagonal and Sigma shift).
+    """
+    _, chol, V = _positive_part(K, tau)
+    log_det = 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol)))
+    if not allow_negative:
+        mean = K @ shift - V.T @ (V @ shift)
+        return GaussianPosterior(mean, jnp.diagonal(K) - jnp.sum(V * V, axis=0), log_det)
+    sigma_pos = K - V.T @ V
+    sqrt_neg, chol_neg = _negative_part(sigma_pos, tau)
+    W = solve_triangular(chol_neg, sqrt_neg[:, None] * sigma_pos, lower=True)
+    sigma = sigma_pos + W.T @ W
+    log_det = log_det + 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol_neg)))
+    return GaussianPosterior(sigma @ shift, jnp.diagonal(sigma), log_det)
+
+
+def predictor_from_sites(K: Array, tau: Array, mean: Array, shift: Array, allow_negative: bool) -> EPPredictor:
+    """Factors for :func:`ep_predict` (see :class:`EPPredictor`).
+
+    alpha = shift - S mu (= K^-1 mu since (K^-1 + S) mu = shift). The negative
+    part adds k*^T M^T G^-1 M k* to the variance, M = S_-^1/2 (I - K A_+),
+    A_+ = S_+^1/2 B^-1 S_+^1/2 = (K + S_+^-1)^-1 (Woodbury on (K + S^-1)^-1).
+    """
+    n = K.shape[0]
+    sqrt_pos, chol, V = _positive_part(K, tau)
+    if not allow_negative:
+        return EPPredictor(shift - tau * mean, chol, sqrt_pos, jnp.zeros((0, n), dtype=K.dtype))
+    sqrt_neg, chol_neg = _negative_part(K - V.T @ V, tau)
+    k_a_pos = solve_triangular(chol, V, lower=True, trans=1).T * sqrt_pos[None, :]  # K A_+
+    m = sqrt_neg[:, None] * (jnp.eye(n, dtype=K.dtype) - k_a_pos)
+    return EPPredictor(shift - tau * mean, chol, sqrt_pos, solve_triangular(chol_neg, m, lower=True))
+
+
+# ---------------------------------------------------------------------------
+# The EP loop
+# ---------------------------------------------------------------------------
+
+SiteMoments = Callable[[Array, Array], TiltedMoments]
+
+
+class EPResult(NamedTuple):
+    """Result of an EP run.
+
+    log_z: EP estimate of ln INT N(theta; 0, K) prod_i t_i(theta_i) dtheta
+      (ln Q(D) including n ln kappa(C) for ``ep_log_evidence``;
+      ln E_GP[prod_i nu(theta_i)] for ``ep_log_normalization``).
+    mean, variance: approximate posterior mean and marginal variances of theta.
+    site_precision, site_shift: Gaussian sites exp(-tau theta^2 / 2 + shift theta).
+    converged: site parameters settled within tol and everything is finite.
+    n_iter: number of parallel updates done.
+    predictor: what :func:`ep_predict` needs.
+    """
+
+    log_z: Array
+    mean: Array
+    variance: Array
+    site_precision: Array
+    site_shift: Array
+    converged: Array
+    n_iter: Array
+    predictor: EPPredictor
+
+
+class _Cavity(NamedTuple):
+    precision: Array
+    shift: Array
+    valid: Array
+
+
+def _cavity(post: GaussianPosterior, tau: Array, shift: Array) -> _Cavity:
+    """Cavity natural parameters: posterior marginal minus own site (GPML eq. 3.56)."""
+    precision = 1.0 / post.variance - tau
+    return _Cavity(precision, post.mean / post.variance - shift, jnp.isfinite(precision) & (precision > 0.0))
+
+
+def _site_proposal(cav: _Cavity, moments: SiteMoments) -> tuple[Array, Array, Array]:
+    """Site parameters that make cavity * site match the tilted moments (GPML eq. 3.59).
+
+    Returns (tau, shift, ok); ok is False where the cavity is improper or the
+    tilted moments are not finite (those sites are then left unchanged).
+    """
+    safe_precision = jnp.where(cav.valid, cav.precision, 1.0)
+    tilted = moments(cav.shift / safe_precision, 1.0 / safe_precision)
+    tau = 1.0 / tilted.variance - safe_precision
+    shift = tilted.mean / tilted.variance - cav.shift
+    ok = cav.valid & jnp.isfinite(tau) & jnp.isfinite(shift)
+    return tau, shift, ok
+
+
+def _log_z_ep(post: GaussianPosterior, tau: Array, shift: Array, moments: SiteMoments) -> Array:
+    """EP estimate of ln Z in natural parameters (no division by site precisions).
+
+    ln Z_EP = sum_i c_i + 1/2 shift^T mu - 1/2 ln det(I + K S), with site constants
+      c_i = ln Z_i - 1/2 mu_i^2/s_i^2 - 1/2 ln s_i^2 + 1/2 m_i^2/v_i + 1/2 ln v_i,
+    (m_i, v_i) the cavity, (mu_i, s_i^2) the posterior marginal and Z_i the
+    tilted normaliser: c_i makes INT cavity * site = Z_i. Equivalent to GPML eq. 3.65
+    but finite at tau_i = 0.
+    """
+    cav = _cavity(post, tau, shift)
+    cav_var = 1.0 / cav.precision
+    cav_mean = cav.shift * cav_var
+    log_zi = moments(cav_mean, cav_var).log_z
+    site_consts = (
+        log_zi
+        - 0.5 * post.mean**2 / post.variance
+        - 0.5 * jnp.log(post.variance)
+        + 0.5 * cav_mean * cav.shift
+        + 0.5 * jnp.log(cav_var)
+    )
+    value = jnp.sum(site_consts) + 0.5 * jnp.dot(shift, post.mean) - 0.5 * post.log_det
+    return jnp.where(jnp.all(cav.valid), value, jnp.nan)
+
+
+def _is_finite_posterior(post: GaussianPosterior) -> Array:
+    return jnp.isfinite(post.log_det) & jnp.all(jnp.isfinite(post.mean)) & jnp.all(post.variance > 0.0)
+
+
+def run_ep(K: Array, moments: SiteMoments, allow_negative: bool, damping, max_iter, tol) -> EPResult:
+    """Damped parallel EP from zero sites (posterior = prior).
+
+    Each iteration: cavities from the current posterior, tilted moments for
+    all sites at once, proposed sites (label sites: proposals clipped at
+    precision 0, which they only cross by rounding). The residual is
+    max |proposed - old| / (1 + |old|) over both site parameters, infinite
+    if any cavity is improper or any tilted moment is not finite (such sites
+    keep their values). The new sites are old + step (proposed - old) in
+    natural parameters, step = 1 - damping. If the posterior with the new
+    sites is improper (possible only with negative site precisions) the step
+    is rejected and ``step`` halved for the rest of the run. Stops when the
+    residual is below tol (converged), after max_iter iterations, when the
+    step falls below 1e-8 or when the state is not finite (not converged).
+    """
+    n = K.shape[0]
+    dtype = K.dtype
+    zeros = jnp.zeros(n, dtype=dtype)
+
+    def posterior(tau, shift):
+        return posterior_from_sites(K, tau, shift, allow_negative)
+
+    def cond(state):
+        _, _, post, it, step, residual = state
+        return (it < max_iter) & (residual >= tol) & (step > 1e-8) & _is_finite_posterior(post)
+
+    def body(state):
+        tau, shift, post, it, step, _ = state
+        tau_prop, shift_prop, ok = _site_proposal(_cavity(post, tau, shift), moments)
+        if not allow_negative:
+            tau_prop = jnp.maximum(tau_prop, 0.0)
+        relative = jnp.maximum(
+            jnp.abs(tau_prop - tau) / (1.0 + jnp.abs(tau)), jnp.abs(shift_prop - shift) / (1.0 + jnp.abs(shift))
+        )
+        residual = jnp.max(jnp.where(ok, relative, jnp.inf))
+        tau_try = jnp.where(ok, tau + step * (tau_prop - tau), tau)
+        shift_try = jnp.where(ok, shift + step * (shift_prop - shift), shift)
+        post_try = posterior(tau_try, shift_try)
+        accept = _is_finite_posterior(post_try)
+        new = jax.tree.map(lambda a, b: jnp.where(accept, a, b), (tau_try, shift_try, post_try), (tau, shift, post))
+        return (*new, it + 1, jnp.where(accept, step, 0.5 * step), residual)
+
+    step0 = jnp.asarray(1.0 - damping, dtype)
+    init = (zeros, zeros, posterior(zeros, zeros), jnp.asarray(0), step0, jnp.asarray(jnp.inf, dtype))
+    tau, shift, post, it, _, residual = jax.lax.while_loop(cond, body, init)
+    log_z = _log_z_ep(post, tau, shift, moments)
+    converged = (residual < tol) & _is_finite_posterior(post) & jnp.isfinite(log_z)
+    predictor = predictor_from_sites(K, tau, post.mean, shift, allow_negative)
+    return EPResult(log_z, post.mean, post.variance, tau, shift, converged, it, predictor)
+
+
+# ---------------------------------------------------------------------------
+# Public entry points
+# ---------------------------------------------------------------------------
+
+
+@jax.jit
+def ep_log_evidence(K: Array, y: Array, C: Array | float, *, damping=0.5, max_iter=200, tol=1e-8) -> EPResult:
+    """EP for the naive evidence ln Q(D) = n ln kappa(C) + ln INT N(theta; 0, K) exp(-C sum_i l(y_i theta_i)).
+
+    K: (n, n) Gram matrix of the training inputs; y: (n,) labels in {-1, +1};
+    C > 0. ``result.log_z`` is the EP estimate of ln Q(D). damping is the
+    fraction of the old site parameters kept at each parallel update.
+    Inputs are not validated here (pure function; see the public wrappers).
+    """
+    K = jnp.asarray(K, dtype=jnp.float64)
+    y = jnp.asarray(y, dtype=K.dtype)
+
+    def moments(mean, variance):
+        return label_tilted_moments(mean, variance, C, y)
+
+    return run_ep(K, moments, False, damping, max_iter, tol)
+
+
+@jax.jit
+def ep_log_normalization(K: Array, C: Array | float, *, damping=0.5, max_iter=200, tol=1e-8) -> EPResult:
+    """EP for ln E_{theta ~ N(0, K)}[prod_i nu(theta_i)], the single-draw ln N(D) of DESIGN.md 2b.
+
+    ``result.log_z`` is the estimate. nu is bimodal and its Gaussian sites
+    can have negative precision; see :func:`run_ep` for how that is kept stable.
+    """
+    K = jnp.asarray(K, dtype=jnp.float64)
+
+    def moments(mean, variance):
+        return nu_tilted_moments(mean, variance, C)
+
+    return run_ep(K, moments, True, damping, max_iter, tol)
+
+
+@jax.jit
+def ep_predict(result: EPResult, K_cross: Array, K_diag: Array) -> tuple[Array, Array]:
+    """Approximate posterior mean and variance of theta(x*) (GPML Algorithm 3.6, eqs. 3.60-3.61).
+
+    K_cross: (m, n) = K(X*, X) against the training inputs; K_diag: (m,) = diag K(X*, X*).
+    mean = K_cross alpha; variance = K_diag - k*^T (K + S^-1)^-1 k*, computed as
+    K_diag - |L^-1 (s_+ * k*)|^2 + |negative_factor k*|^2 (see :class:`EPPredictor`).
+    """
+    pred = result.predictor
+    mean = K_cross @ pred.alpha
+    v = solve_triangular(pred.chol_positive, pred.sqrt_positive[:, None] * K_cross.T, lower=True)
+    w = pred.negative_factor @ K_cross.T
+    variance = K_diag - jnp.sum(v * v, axis=0) + jnp.sum(w * w, axis=0)
+    return mean, variance

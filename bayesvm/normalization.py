@@ -1,0 +1,173 @@
+"""The normalisation factor N(D) of the evidence, by sampling the GP prior.
+
+P(D | C, K) = Q(D) / N(D), with N(D) = E_{theta ~ GP}[N(theta)^n] and
+N(theta) = E_x[nu(theta(x))] (DESIGN.md section 2b). With M input points
+x_1..x_M standing in for the input distribution and S prior draws,
+
+    ln N(D) ~= ln (1/S) sum_s exp( n ln( (1/M) sum_j nu(theta^(s)_j) ) ).
+
+The GP prior is K = k0 * base + k_b: a draw is theta = sqrt(k0) f + sqrt(k_b) b
+with f ~ N(0, base) and an independent scalar b ~ N(0, 1), so one Cholesky of
+the base matrix serves every amplitude, offset and C, and the same standard
+normals (common random numbers) make the estimate a smooth function of the
+hyperparameters.
+
+Warning, measured (DESIGN.md 2b): this plain estimator is biased low as n
+grows, because the mean of N(theta)^n is carried by rare draws; its own
+standard error then looks small. The effective sample size of the weights is
+the diagnostic, and :func:`log_normalization` warns when it is low.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import logsumexp
+
+from ._linalg import psd_cholesky
+from ._validation import check_inputs, check_kernel, check_positive
+from .kernels import Kernel, gram_matrix
+from .model import log_nu
+
+Array = jax.Array
+
+__all__ = [
+    "NormalizationEstimate",
+    "PriorDraws",
+    "INPUT_CHOICES",
+    "normalization_inputs",
+    "prior_draws",
+    "log_normalization_from_draws",
+    "log_normalization",
+]
+
+INPUT_CHOICES = ("training", "gaussian", "box")
+#: below this effective sample size the plain estimate is flagged as unreliable
+_MIN_ESS = 100.0
+
+
+class NormalizationEstimate(NamedTuple):
+    """An estimate of ln N(D) with its standard error and effective sample size."""
+
+    value: Array
+    se: Array
+    ess: Array
+    n_samples: Array
+
+
+class PriorDraws(NamedTuple):
+    """Unit-amplitude prior draws at M inputs: f (S, M) ~ N(0, base), b (S,) ~ N(0, 1)."""
+
+    f: Array
+    b: Array
+
+
+def normalization_inputs(X, choice="training", *, max_inputs: int = 500, random_state=0) -> np.ndarray:
+    """The M input points that stand in for the input distribution Q(x).
+
+    ``choice``: ``"training"`` (the rows of X, subsampled without replacement
+    to at most ``max_inputs``), ``"gaussian"`` (``max_inputs`` draws from a
+    Gaussian with the mean and covariance of X), ``"box"`` (``max_inputs``
+    uniform draws from the bounding box of X), or an explicit array.
+    """
+    X = check_inputs(X)
+    rng = np.random.default_rng(random_state)
+    if not isinstance(choice, str):
+        return check_inputs(choice, name="inputs", n_features=X.shape[1])
+    if choice == "training":
+        if X.shape[0] <= max_inputs:
+            return X
+        return X[np.sort(rng.choice(X.shape[0], size=max_inputs, replace=False))]
+    if choice == "gaussian":
+        cov = np.atleast_2d(np.cov(X, rowvar=False))
+        return rng.multivariate_normal(X.mean(axis=0), cov, size=max_inputs, method="eigh")
+    if choice == "box":
+        return rng.uniform(X.min(axis=0), X.max(axis=0), size=(max_inputs, X.shape[1]))
+    raise ValueError(f"inputs must be one of {INPUT_CHOICES} or an array of input points; got {choice!r}")
+
+
+def prior_draws(kernel: Kernel, inputs, *, n_samples: int = 2000, random_state=0) -> PriorDraws:
+    """Unit-amplitude GP prior draws at ``inputs`` for the kernel's shape (one Cholesky)."""
+    inputs = jnp.asarray(inputs)
+    base = np.asarray(gram_matrix(kernel.replace(amplitude=1.0, offset=0.0), inputs))
+    L = psd_cholesky(base)
+    key_f, key_b = jax.random.split(jax.random.PRNGKey(random_state))
+    z = jax.random.normal(key_f, (n_samples, inputs.shape[0]), dtype=jnp.float64)
+    b = jax.random.normal(key_b, (n_samples,), dtype=jnp.float64)
+    return PriorDraws(f=z @ jnp.asarray(L).T, b=b)
+
+
+@jax.jit
+def log_normalization_from_draws(draws: PriorDraws, amplitude, offset, C, n) -> NormalizationEstimate:
+    """ln N(D) from common prior draws (pure; vmap over amplitude, offset, C, n).
+
+    Returns the log-mean-exp estimate, its delta-method standard error
+    sd(w) / (sqrt(S) mean(w)) and the effective sample size
+    (sum w)^2 / sum w^2 of the weights w_s = N(theta^(s))^n.
+    """
+    theta = jnp.sqrt(amplitude) * draws.f + jnp.sqrt(offset) * draws.b[:, None]
+    n_inputs = theta.shape[1]
+    log_mean_nu = logsumexp(log_nu(theta, C), axis=1) - jnp.log(n_inputs)
+    log_w = n * log_mean_nu
+    S = log_w.shape[0]
+    value = logsumexp(log_w) - jnp.log(S)
+    w = jnp.exp(log_w - jnp.max(log_w))
+    ess = jnp.sum(w) ** 2 / jnp.sum(w**2)
+    se = jnp.std(w, ddof=1) / (jnp.sqrt(S) * jnp.mean(w))
+    return NormalizationEstimate(value=value, se=se, ess=ess, n_samples=jnp.asarray(S))
+
+
+def log_normalization(
+    *,
+    kernel: Kernel,
+    C: float,
+    n: int,
+    inputs,
+    method: str = "prior",
+    n_samples: int = 2000,
+    max_inputs: int = 500,
+    random_state=0,
+) -> NormalizationEstimate:
+    """Estimate ln N(D) = ln E_GP[N(theta)^n] for n training points.
+
+    Parameters
+    ----------
+    kernel, C : hyperparameters.
+    n : number of training points (the exponent).
+    inputs : (M, d) points standing in for the input distribution (use
+        :func:`normalization_inputs` to derive them from training data);
+        subsampled to ``max_inputs``.
+    method : ``"prior"``, plain sampling from the GP prior.
+    n_samples : prior draws S.
+    random_state : seed of the standard normals (fix it for common random
+        numbers across hyperparameters).
+    """
+    if method != "prior":
+        raise ValueError(f"method must be 'prior'; got {method!r}")
+    kernel = check_kernel(kernel)
+    C = check_positive(C, "C")
+    if isinstance(n, bool) or int(n) != n or n < 1:
+        raise ValueError(f"n must be a positive integer (the number of training points); got {n!r}")
+    n_samples = int(check_positive(n_samples, "n_samples"))
+    inputs = normalization_inputs(inputs, "training", max_inputs=max_inputs, random_state=random_state)
+    draws = prior_draws(kernel, inputs, n_samples=n_samples, random_state=random_state)
+    estimate = log_normalization_from_draws(draws, kernel.amplitude, kernel.offset, C, n)
+    warn_if_unreliable(estimate)
+    return estimate
+
+
+def warn_if_unreliable(estimate: NormalizationEstimate) -> None:
+    """Warn when a prior-sampling estimate rests on few effective draws."""
+    ess = float(estimate.ess)
+    if ess < _MIN_ESS:
+        warnings.warn(
+            f"ln N(D) by plain prior sampling rests on {ess:.1f} effective draws of {int(estimate.n_samples)}: "
+            "the estimate is likely biased low by several nats and its standard error is unreliable "
+            "(DESIGN.md 2b). Use more samples or an annealed estimator.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
