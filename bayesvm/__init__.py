@@ -10,7 +10,7 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-from . import kernels, model  # noqa: E402
+from . import calibration, datasets, kernels, metrics, model  # noqa: E402
 from .evidence import Evidence, log_evidence, log_naive_evidence  # noqa: E402
 from .kernels import RBF, Exponential, Linear, Polynomial, make_kernel  # noqa: E402
 from .normalization import log_normalization  # noqa: E402
@@ -20,6 +20,10 @@ from .solver import MapSVM, fit_map, solve_dual  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
+    "calibration",
+    "datasets",
+    "metrics",
+    "plotting",
     "kernels",
     "model",
     "RBF",
@@ -36,3 +40,12 @@ __all__ = [
     "Evidence",
     "Posterior",
 ]
+
+
+def __getattr__(name):
+    # plotting pulls in matplotlib.pyplot: import it only when asked for
+    if name == "plotting":
+        import importlib
+
+        return importlib.import_module(".plotting", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
