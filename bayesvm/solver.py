@@ -273,17 +273,29 @@ _ascend_jit = jax.jit(_ascend, static_argnames=("max_iter",))
 _finish_jit = jax.jit(_finish, static_argnames=("max_iter", "max_free"))
 
 
-@partial(jax.jit, static_argnames=("max_iter",))
-def _ascend_batch(K, y, C, tol, max_iter):
-    return jax.vmap(lambda K_b, C_b: _ascend(K_b, y, C_b, tol, max_iter))(K, C)
+def _over_batch(fn, strategy, *batched):
+    """Apply ``fn`` over the leading axis: vectorised (vmap) or one problem after another (lax.map).
+
+    Under vmap every problem runs as many steps as the slowest one; that pays
+    on an accelerator, where the batch runs in parallel, but on a CPU
+    ``lax.map`` (each problem stops at its own step count) does less work.
+    """
+    if strategy == "vmap":
+        return jax.vmap(fn)(*batched)
+    return jax.lax.map(lambda args: fn(*args), batched)
 
 
-@partial(jax.jit, static_argnames=("max_iter", "max_free"))
-def _finish_batch(K, y, C, alpha, theta, n_iter, tol, max_iter, max_free):
+@partial(jax.jit, static_argnames=("max_iter", "strategy"))
+def _ascend_batch(K, y, C, tol, max_iter, strategy):
+    return _over_batch(lambda K_b, C_b: _ascend(K_b, y, C_b, tol, max_iter), strategy, K, C)
+
+
+@partial(jax.jit, static_argnames=("max_iter", "max_free", "strategy"))
+def _finish_batch(K, y, C, alpha, theta, n_iter, tol, max_iter, max_free, strategy):
     def finish_one(K_b, C_b, alpha_b, theta_b, n_iter_b):
         return _finish(K_b, y, C_b, alpha_b, theta_b, n_iter_b, tol, max_iter, max_free)
 
-    return jax.vmap(finish_one)(K, C, alpha, theta, n_iter)
+    return _over_batch(finish_one, strategy, K, C, alpha, theta, n_iter)
 
 
 def _solve_adaptive(ascend, finish, K, y, C, tol, max_iter):
@@ -296,14 +308,24 @@ def _solve_adaptive(ascend, finish, K, y, C, tol, max_iter):
     return finish(K, y, C, alpha, theta, n_iter, tol, max_iter=max_iter, max_free=max_free)
 
 
-def solve_dual_batch(K: Array, y: Array, C: Array, *, tol: float = 1e-8, max_iter: int | None = None) -> DualSolution:
+def solve_dual_batch(
+    K: Array, y: Array, C: Array, *, tol: float = 1e-8, max_iter: int | None = None, strategy: str = "auto"
+) -> DualSolution:
     """:func:`solve_dual` over a batch: ``K`` of shape (B, n, n), ``C`` of shape (B,).
 
     Sizes the shared free-set buffer from the largest free count in the batch.
+    ``strategy``: ``"vmap"`` (vectorised: best on a GPU), ``"map"`` (one after
+    another in one compiled loop: best on a CPU) or ``"auto"`` (by backend).
     """
+    if strategy == "auto":
+        strategy = "map" if jax.default_backend() == "cpu" else "vmap"
+    if strategy not in ("map", "vmap"):
+        raise ValueError(f"strategy must be 'auto', 'map' or 'vmap'; got {strategy!r}")
     K = jnp.asarray(K)
     C = jnp.broadcast_to(jnp.asarray(C, dtype=K.dtype), K.shape[:1])
-    return _solve_adaptive(_ascend_batch, _finish_batch, K, jnp.asarray(y, dtype=K.dtype), C, tol, max_iter)
+    ascend = partial(_ascend_batch, strategy=strategy)
+    finish = partial(_finish_batch, strategy=strategy)
+    return _solve_adaptive(ascend, finish, K, jnp.asarray(y, dtype=K.dtype), C, tol, max_iter)
 
 
 @dataclass(frozen=True)

@@ -132,11 +132,13 @@ def test_vmap_over_hyperparameters_matches_single_solves():
     kernels = RBF(length_scale=jnp.array([0.5, 1.0, 2.0]), amplitude=jnp.ones(3), offset=jnp.ones(3))
     Ks = jax.vmap(lambda k: k(jnp.asarray(X)))(kernels)
     batched = jax.vmap(lambda K, C: solve_dual(K, jnp.asarray(y), C))(Ks, Cs)
-    adaptive = solve_dual_batch(Ks, y, Cs)
+    adaptive = solve_dual_batch(Ks, y, Cs, strategy="vmap")
+    sequential = solve_dual_batch(Ks, y, Cs, strategy="map")
     for b in range(3):
         single = fit_map(X, y, C=float(Cs[b]), kernel=RBF(float(kernels.length_scale[b]), 1.0, 1.0))
         np.testing.assert_allclose(batched.alpha[b], single.alpha, atol=1e-9)
         np.testing.assert_allclose(adaptive.alpha[b], single.alpha, atol=1e-9)
+        np.testing.assert_allclose(sequential.alpha[b], single.alpha, atol=1e-9)
         np.testing.assert_array_equal(adaptive.marginal[b], single.marginal)
     assert bool(jnp.all(batched.converged))
 
