@@ -14,11 +14,14 @@ identifies it exactly:
 1. greedy coordinate ascent (the single-variable analogue of SMO: pick the
    coordinate with the largest gain, take the clipped Newton step) brings the
    KKT violation below a loose tolerance;
-2. a primal-dual active-set iteration (Hintermueller, Ito & Kunisch 2003)
-   then solves the linear system K_FF (a y)_F = y_F - theta^U_F on the free
-   set F exactly (Cholesky, iterative refinement) and moves points between
-   the free and bound sets until the sets are stable; at that point the KKT
-   conditions hold to rounding error. If the iteration does not settle, the
+2. a projected Newton iteration on the free set then finishes the job: it
+   frees the bound points whose KKT conditions are violated, takes the Newton
+   step of the dual on the free set (a Cholesky solve of K_FF), shortened to
+   the exact line maximum and to the first bound it meets (a primal
+   active-set method with ratio test: the dual objective rises every round,
+   also where K_FF is numerically singular). Once the free set is right one
+   full step lands on the exact solution, where y theta = 1 on the free set to
+   rounding error. If the free set outgrows its buffer or the rounds run out,
    coordinate ascent resumes at a tighter tolerance and the polish is retried.
 
 Both phases have fixed array shapes; the free set is gathered into a padded
@@ -54,7 +57,7 @@ __all__ = ["DualSolution", "MapSVM", "solve_dual", "solve_dual_batch", "fit_map"
 #: tolerance of the coordinate-ascent phase before the first exact polish
 _INITIAL_ASCENT_TOL = 0.1
 #: at most this many active-set iterations per polish
-_MAX_ACTIVE_SET_ROUNDS = 30
+_MAX_ACTIVE_SET_ROUNDS = 100
 #: at most this many (ascent, polish) rounds, tightening the ascent tolerance by 100 each time
 _MAX_OUTER_ROUNDS = 6
 #: relative jitter of the free-set Cholesky; iterative refinement removes its effect on the solution
@@ -134,56 +137,82 @@ def _coordinate_ascent(K, y, C, alpha, theta, tol, max_iter, n_iter):
     return alpha, K @ (alpha * y), n_iter
 
 
-def _solve_free_set(K, y, C, upper, free, max_free):
-    """Exact alpha for given bound/free sets: K_FF (a y)_F = y_F - theta^U_F.
+def _free_set_newton_direction(K, y, g, free, max_free):
+    """Newton direction on the free set, d_F = Q_FF^-1 g_F with Q = diag(y) K diag(y).
 
-    ``upper`` points sit at C, the rest of the non-free points at 0. Returns
-    the (unclipped) alpha; free points beyond ``max_free`` are not solved for
-    (the caller checks the count).
+    Solves K_FF z = y_F g_F by a jittered Cholesky factor with iterative
+    refinement and returns d = y z on F (zero elsewhere) and the curvature
+    d^T Q d. The refined operator is a positive polynomial in (K + eps I)^-1 K
+    times (K + eps I)^-1, hence positive definite: d is an ascent direction
+    even where K_FF is singular (near-duplicate inputs, long length scales),
+    and there the near-null components are long steps that the line search
+    and the ratio test cut back.
     """
     n = K.shape[0]
-    theta_upper = K @ jnp.where(upper, C * y, 0.0)
     index, valid = _linalg.subset_indices(free, max_free)
     K_ff = _linalg.padded_submatrix(K, index, valid)
-    rhs = _linalg.padded_vector(y - theta_upper, index, valid)
+    y_f = _linalg.padded_vector(y, index, valid)
+    rhs = y_f * _linalg.padded_vector(g, index, valid)
     jitter = _JITTER * jnp.max(jnp.diagonal(K_ff))
     factor = jax.scipy.linalg.cho_factor(K_ff + jitter * jnp.eye(max_free, dtype=K.dtype), lower=True)
-    u = jax.scipy.linalg.cho_solve(factor, rhs)
+    z = jax.scipy.linalg.cho_solve(factor, rhs)
     for _ in range(_REFINEMENT_STEPS):  # static unroll: removes the jitter's bias on the range of K_ff
-        u = u + jax.scipy.linalg.cho_solve(factor, rhs - K_ff @ u)
-    alpha_free = _linalg.scatter_subset(u, index, valid, n) * y
-    return jnp.where(free, alpha_free, jnp.where(upper, C, 0.0))
+        z = z + jax.scipy.linalg.cho_solve(factor, rhs - K_ff @ z)
+    curvature = z @ (K_ff @ z)
+    return _linalg.scatter_subset(y_f * z, index, valid, n), curvature, index, valid, z
 
 
-def _polish(K, y, C, alpha, max_free):
-    """Primal-dual active-set iteration from the sets of ``alpha``.
+def _polish(K, y, C, alpha, theta, max_free, tol):
+    """Projected Newton iteration on the free set with exact line search and a ratio test.
 
-    Returns (alpha, settled, rounds); ``settled`` is False when the sets kept
-    changing or the free set outgrew ``max_free``.
+    Each round frees the points whose KKT conditions are violated at a bound
+    (most violated first, up to the buffer), takes the Newton step of the dual
+    on the free set, shortened to the exact line maximum and to the first
+    bound it meets (that point is set exactly on its bound). The dual
+    objective increases at every round; once the free set is right, one full
+    Newton step lands on the exact solution, where the free points satisfy
+    y theta = 1 to rounding. Returns (alpha, theta, exact, rounds).
     """
-    upper = alpha >= C
-    free = (alpha > 0.0) & ~upper
+
+    def violation(alpha, theta):
+        return _projected_gradient_abs(alpha, 1.0 - y * theta, C)
 
     def cond(state):
-        _, _, _, changed, overflow, rounds = state
-        return changed & ~overflow & (rounds < _MAX_ACTIVE_SET_ROUNDS)
+        alpha, theta, overflow, rounds = state
+        return (jnp.max(violation(alpha, theta)) > tol) & ~overflow & (rounds < _MAX_ACTIVE_SET_ROUNDS)
 
     def body(state):
-        _, upper, free, _, _, rounds = state
-        alpha = _solve_free_set(K, y, C, upper, free, max_free)
-        g = 1.0 - y * (K @ (alpha * y))
-        lower = ~upper & ~free
-        new_upper = (free & (alpha >= C)) | (upper & (g >= 0.0))
-        new_lower = (free & (alpha <= 0.0)) | (lower & (g <= 0.0))
-        new_free = ~new_upper & ~new_lower
-        changed = jnp.any(new_upper != upper) | jnp.any(new_free != free)
-        overflow = jnp.sum(new_free) > max_free
-        return alpha, new_upper, new_free, changed, overflow, rounds + 1
+        alpha, theta, _, rounds = state
+        g = 1.0 - y * theta
+        free = (alpha > 0.0) & (alpha < C)
+        capacity = max_free - jnp.sum(free)
+        at_bound_violation = jnp.where(free, 0.0, violation(alpha, theta))
+        threshold = jnp.sort(at_bound_violation)[::-1][jnp.clip(capacity - 1, 0, alpha.shape[0] - 1)]
+        released = (at_bound_violation > 0.0) & (at_bound_violation >= threshold) & (capacity > 0)
+        free = free | released
+        direction, curvature, index, valid, _ = _free_set_newton_direction(K, y, g, free, max_free)
+        ascent = direction @ g
+        line_max = jnp.where(curvature > 0.0, ascent / curvature, jnp.inf)
+        room = jnp.where(direction > 0.0, (C - alpha) / direction, jnp.where(direction < 0.0, -alpha / direction, jnp.inf))
+        room = jnp.where(free, room, jnp.inf)
+        blocking = jnp.argmin(room)
+        step = jnp.minimum(line_max, room[blocking])
+        new_alpha = jnp.clip(alpha + step * direction, 0.0, C)
+        # the blocking point lands exactly on its bound (no rounding residue inside the box)
+        new_alpha = jnp.where(
+            (room[blocking] <= line_max) & (jnp.arange(alpha.shape[0]) == blocking),
+            jnp.where(direction[blocking] > 0.0, C, 0.0),
+            new_alpha,
+        )
+        change = (new_alpha - alpha) * y
+        theta = theta + K[:, index] @ jnp.where(valid, change[index], 0.0)
+        overflow = jnp.sum(free) > max_free
+        return new_alpha, theta, overflow, rounds + 1
 
-    overflow0 = jnp.sum(free) > max_free
-    state = (alpha, upper, free, jnp.array(True), overflow0, jnp.array(0))
-    alpha, upper, free, changed, overflow, rounds = jax.lax.while_loop(cond, body, state)
-    return alpha, ~changed & ~overflow, rounds
+    overflow0 = jnp.sum((alpha > 0.0) & (alpha < C)) > max_free
+    alpha, theta, overflow, rounds = jax.lax.while_loop(cond, body, (alpha, theta, overflow0, jnp.array(0)))
+    theta = K @ (alpha * y)  # clear the rounding of the incremental updates
+    return alpha, theta, ~overflow, rounds
 
 
 def _ascend(K, y, C, tol, max_iter):
@@ -200,13 +229,10 @@ def _finish(K, y, C, alpha, theta, n_iter, tol, max_iter, max_free):
 
     def body(state):
         alpha, theta, n_iter, n_polish, _, rounds, ascent_tol = state
-        # polish the current iterate; keep it only if it is exact
-        polished, settled, used = _polish(K, y, C, alpha, max_free)
-        polished_theta = K @ (polished * y)
-        exact = settled & (kkt_violation(polished, polished_theta, y, C) <= tol)
-        alpha = jnp.where(exact, polished, alpha)
-        theta = jnp.where(exact, polished_theta, theta)
-        # otherwise tighten the ascent and try again
+        # polish the current iterate (monotone: the result is never worse than its start)
+        alpha, theta, fits, used = _polish(K, y, C, alpha, theta, max_free, tol)
+        exact = fits & (kkt_violation(alpha, theta, y, C) <= tol)
+        # if the free set outgrew the buffer or the rounds ran out, tighten the ascent and try again
         ascent_tol = jnp.maximum(ascent_tol * 1e-2, tol)
         alpha, theta, n_iter = jax.lax.cond(
             exact,
