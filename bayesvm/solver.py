@@ -14,15 +14,19 @@ identifies it exactly:
 1. greedy coordinate ascent (the single-variable analogue of SMO: pick the
    coordinate with the largest gain, take the clipped Newton step) brings the
    KKT violation below a loose tolerance;
-2. a projected Newton iteration on the free set then finishes the job: it
-   frees the bound points whose KKT conditions are violated, takes the Newton
-   step of the dual on the free set (a Cholesky solve of K_FF), shortened to
-   the exact line maximum and to the first bound it meets (a primal
-   active-set method with ratio test: the dual objective rises every round,
-   also where K_FF is numerically singular). Once the free set is right one
-   full step lands on the exact solution, where y theta = 1 on the free set to
-   rounding error. If the free set outgrows its buffer or the rounds run out,
-   coordinate ascent resumes at a tighter tolerance and the polish is retried.
+2. a primal-dual active-set iteration (Hintermueller, Ito & Kunisch 2003)
+   solves the linear system K_FF (a y)_F = y_F - theta^U_F on the free set
+   exactly (Cholesky, iterative refinement) and moves points between the free
+   and bound sets until they are stable; then the KKT conditions hold to
+   rounding error. It takes a few rounds, but it is not monotone: where K_FF
+   is numerically singular (inputs much denser than the length scale) the
+   free-set solution lies far outside the box and the sets cycle;
+3. there a monotone projected Newton iteration takes over: each round takes
+   the best of the projected Newton point, the Newton direction cut at the
+   first bound, and a single coordinate step, so the dual objective rises
+   every round;
+4. if the free set outgrows its buffer or the rounds run out, coordinate
+   ascent resumes at a tighter tolerance and the polish is retried.
 
 Both phases have fixed array shapes; the free set is gathered into a padded
 buffer of static size ``max_free`` (the whole problem by default), so the pure
@@ -57,7 +61,7 @@ __all__ = ["DualSolution", "MapSVM", "solve_dual", "solve_dual_batch", "fit_map"
 #: tolerance of the coordinate-ascent phase before the first exact polish
 _INITIAL_ASCENT_TOL = 0.1
 #: at most this many active-set iterations per polish
-_MAX_ACTIVE_SET_ROUNDS = 100
+_MAX_ACTIVE_SET_ROUNDS = 30
 #: at most this many (ascent, polish) rounds, tightening the ascent tolerance by 100 each time
 _MAX_OUTER_ROUNDS = 6
 #: relative jitter of the free-set Cholesky; iterative refinement removes its effect on the solution
@@ -137,42 +141,100 @@ def _coordinate_ascent(K, y, C, alpha, theta, tol, max_iter, n_iter):
     return alpha, K @ (alpha * y), n_iter
 
 
-def _free_set_newton_direction(K, y, g, free, max_free):
-    """Newton direction on the free set, d_F = Q_FF^-1 g_F with Q = diag(y) K diag(y).
+def _solve_free_set(K, y, C, upper, free, max_free):
+    """Exact alpha for given bound/free sets: K_FF (a y)_F = y_F - theta^U_F.
 
-    Solves K_FF z = y_F g_F by a jittered Cholesky factor with iterative
-    refinement and returns d = y z on F (zero elsewhere) and the curvature
-    d^T Q d. The refined operator is a positive polynomial in (K + eps I)^-1 K
-    times (K + eps I)^-1, hence positive definite: d is an ascent direction
-    even where K_FF is singular (near-duplicate inputs, long length scales),
-    and there the near-null components are long steps that the line search
-    and the ratio test cut back.
+    ``upper`` points sit at C, the rest of the non-free points at 0. Returns
+    the (unclipped) alpha; free points beyond ``max_free`` are not solved for
+    (the caller checks the count).
     """
     n = K.shape[0]
+    theta_upper = K @ jnp.where(upper, C * y, 0.0)
     index, valid = _linalg.subset_indices(free, max_free)
     K_ff = _linalg.padded_submatrix(K, index, valid)
-    y_f = _linalg.padded_vector(y, index, valid)
-    rhs = y_f * _linalg.padded_vector(g, index, valid)
-    jitter = _JITTER * jnp.max(jnp.diagonal(K_ff))
-    factor = jax.scipy.linalg.cho_factor(K_ff + jitter * jnp.eye(max_free, dtype=K.dtype), lower=True)
-    z = jax.scipy.linalg.cho_solve(factor, rhs)
-    for _ in range(_REFINEMENT_STEPS):  # static unroll: removes the jitter's bias on the range of K_ff
-        z = z + jax.scipy.linalg.cho_solve(factor, rhs - K_ff @ z)
-    curvature = z @ (K_ff @ z)
-    return _linalg.scatter_subset(y_f * z, index, valid, n), curvature, index, valid, z
+    rhs = _linalg.padded_vector(y - theta_upper, index, valid)
+    u = _refined_solve(K_ff, rhs)
+    alpha_free = _linalg.scatter_subset(u, index, valid, n) * y
+    return jnp.where(free, alpha_free, jnp.where(upper, C, 0.0))
 
 
-def _polish(K, y, C, alpha, theta, max_free, tol):
-    """Projected Newton iteration on the free set with exact line search and a ratio test.
+def _active_set_polish(K, y, C, alpha, max_free):
+    """Primal-dual active-set iteration (Hintermueller, Ito & Kunisch 2003) from the sets of ``alpha``.
+
+    Solves the free-set system exactly and moves points between the free and
+    bound sets until the sets are stable; then the KKT conditions hold to
+    rounding. Fast (a few rounds) but not monotone: on numerically singular
+    K_FF the free-set solution lies far outside the box and the sets cycle.
+
+    Returns (alpha, settled, rounds); ``settled`` is False when the sets kept
+    changing or the free set outgrew ``max_free``.
+    """
+    upper = alpha >= C
+    free = (alpha > 0.0) & ~upper
+
+    def cond(state):
+        _, _, _, changed, overflow, rounds = state
+        return changed & ~overflow & (rounds < _MAX_ACTIVE_SET_ROUNDS)
+
+    def body(state):
+        _, upper, free, _, _, rounds = state
+        alpha = _solve_free_set(K, y, C, upper, free, max_free)
+        g = 1.0 - y * (K @ (alpha * y))
+        lower = ~upper & ~free
+        new_upper = (free & (alpha >= C)) | (upper & (g >= 0.0))
+        new_lower = (free & (alpha <= 0.0)) | (lower & (g <= 0.0))
+        new_free = ~new_upper & ~new_lower
+        changed = jnp.any(new_upper != upper) | jnp.any(new_free != free)
+        overflow = jnp.sum(new_free) > max_free
+        return alpha, new_upper, new_free, changed, overflow, rounds + 1
+
+    overflow0 = jnp.sum(free) > max_free
+    state = (alpha, upper, free, jnp.array(True), overflow0, jnp.array(0))
+    alpha, upper, free, changed, overflow, rounds = jax.lax.while_loop(cond, body, state)
+    return alpha, ~changed & ~overflow, rounds
+
+
+def _refined_solve(A, b):
+    """Solve A u = b for a PSD A by a jittered Cholesky factor and iterative refinement.
+
+    The refinement removes the jitter's bias on the well-conditioned part of
+    A's range. The resulting operator is a positive polynomial in
+    (A + eps I)^-1 A times (A + eps I)^-1, hence positive definite, also
+    where A is singular.
+    """
+    jitter = _JITTER * jnp.max(jnp.diagonal(A))
+    factor = jax.scipy.linalg.cho_factor(A + jitter * jnp.eye(A.shape[0], dtype=A.dtype), lower=True)
+    u = jax.scipy.linalg.cho_solve(factor, b)
+    for _ in range(_REFINEMENT_STEPS):  # static unroll
+        u = u + jax.scipy.linalg.cho_solve(factor, b - A @ u)
+    return u
+
+
+def _monotone_polish(K, y, C, alpha, theta, max_free, tol):
+    """Projected Newton iteration on the free set (monotone in the dual objective).
 
     Each round frees the points whose KKT conditions are violated at a bound
-    (most violated first, up to the buffer), takes the Newton step of the dual
-    on the free set, shortened to the exact line maximum and to the first
-    bound it meets (that point is set exactly on its bound). The dual
-    objective increases at every round; once the free set is right, one full
-    Newton step lands on the exact solution, where the free points satisfy
-    y theta = 1 to rounding. Returns (alpha, theta, exact, rounds).
+    (most violated first, up to the buffer) and computes the Newton direction
+    d of the dual on the free set. Two feasible steps are compared by their
+    exact gain g.D - D^T Q D / 2 (O(m^2) on the gathered free set):
+
+    * the Newton point projected onto the box, clip(alpha + d, 0, C) - alpha,
+      which sends many points to their bounds at once (the step of a
+      primal-dual active-set method, Hintermueller, Ito & Kunisch 2003, taken
+      only when it gains);
+    * d without the components that would leave the box from a bound, to the
+      exact line maximum, cut at the first bound (a ratio test; its gain is
+      never negative);
+    * the best single coordinate-ascent step, whose gain is positive while any
+      KKT condition is violated, so the iteration cannot stall.
+
+    The largest gain is taken, so the dual objective rises every round. Once the
+    free set is right a full step lands on the exact solution, where y theta = 1
+    on the free set to rounding. Returns (alpha, theta, fits, rounds); ``fits``
+    is False if the free set outgrew ``max_free``.
     """
+
+    diag = jnp.maximum(jnp.diagonal(K), jnp.finfo(K.dtype).tiny)
 
     def violation(alpha, theta):
         return _projected_gradient_abs(alpha, 1.0 - y * theta, C)
@@ -188,26 +250,46 @@ def _polish(K, y, C, alpha, theta, max_free, tol):
         capacity = max_free - jnp.sum(free)
         at_bound_violation = jnp.where(free, 0.0, violation(alpha, theta))
         threshold = jnp.sort(at_bound_violation)[::-1][jnp.clip(capacity - 1, 0, alpha.shape[0] - 1)]
-        released = (at_bound_violation > 0.0) & (at_bound_violation >= threshold) & (capacity > 0)
-        free = free | released
-        direction, curvature, index, valid, _ = _free_set_newton_direction(K, y, g, free, max_free)
-        ascent = direction @ g
-        line_max = jnp.where(curvature > 0.0, ascent / curvature, jnp.inf)
-        room = jnp.where(direction > 0.0, (C - alpha) / direction, jnp.where(direction < 0.0, -alpha / direction, jnp.inf))
-        room = jnp.where(free, room, jnp.inf)
+        free = free | ((at_bound_violation > 0.0) & (at_bound_violation >= threshold) & (capacity > 0))
+        index, valid = _linalg.subset_indices(free, max_free)
+        K_ff = _linalg.padded_submatrix(K, index, valid)
+        y_f, g_f, a_f = (_linalg.padded_vector(v, index, valid) for v in (y, g, alpha))
+        # Newton direction d = Q_FF^-1 g_F, Q = diag(y) K diag(y): an ascent direction even for
+        # singular K_FF (the refined solve is positive definite); near-null components are long
+        # steps that the line search and the bounds cut back
+        newton_point = a_f + y_f * _refined_solve(K_ff, y_f * g_f)
+
+        def gain(step):
+            w = y_f * step
+            return g_f @ step - 0.5 * w @ (K_ff @ w)
+
+        # candidate 1: the Newton point on the free set projected onto the box (a primal-dual
+        # active-set step: many points reach their bounds at once)
+        projected = jnp.where(valid, jnp.clip(newton_point, 0.0, C) - a_f, 0.0)
+        # candidate 2: along the Newton direction without components that would leave the box
+        # from a bound, to the exact line maximum, cut at the first bound (which it lands on exactly)
+        d = newton_point - a_f
+        d = jnp.where(((a_f <= 0.0) & (d < 0.0)) | ((a_f >= C) & (d > 0.0)), 0.0, d)
+        curvature = (y_f * d) @ (K_ff @ (y_f * d))
+        line_max = jnp.where(curvature > 0.0, (g_f @ d) / curvature, jnp.inf)
+        room = jnp.where(d > 0.0, (C - a_f) / d, jnp.where(d < 0.0, -a_f / d, jnp.inf))
+        room = jnp.where(valid, room, jnp.inf)
         blocking = jnp.argmin(room)
-        step = jnp.minimum(line_max, room[blocking])
-        new_alpha = jnp.clip(alpha + step * direction, 0.0, C)
-        # the blocking point lands exactly on its bound (no rounding residue inside the box)
-        new_alpha = jnp.where(
-            (room[blocking] <= line_max) & (jnp.arange(alpha.shape[0]) == blocking),
-            jnp.where(direction[blocking] > 0.0, C, 0.0),
-            new_alpha,
-        )
-        change = (new_alpha - alpha) * y
-        theta = theta + K[:, index] @ jnp.where(valid, change[index], 0.0)
-        overflow = jnp.sum(free) > max_free
-        return new_alpha, theta, overflow, rounds + 1
+        t = jnp.maximum(jnp.minimum(line_max, room[blocking]), 0.0)
+        ratio = jnp.where(valid, jnp.clip(a_f + t * d, 0.0, C) - a_f, 0.0)
+        snapped = jnp.where(d[blocking] > 0.0, C, 0.0) - a_f[blocking]
+        ratio = jnp.where((room[blocking] <= line_max) & (jnp.arange(max_free) == blocking), snapped, ratio)
+        newton = jnp.where(gain(projected) > gain(ratio), projected, ratio)
+        # candidate 3: the best single coordinate step (positive gain while any KKT condition is violated)
+        coordinate_steps = jnp.clip(alpha + g / diag, 0.0, C) - alpha
+        coordinate_gains = coordinate_steps * g - 0.5 * coordinate_steps**2 * diag
+        i = jnp.argmax(coordinate_gains)
+        use_newton = gain(newton) >= coordinate_gains[i]
+        newton = jnp.where(use_newton, newton, 0.0)
+        coordinate = jnp.where(use_newton, 0.0, coordinate_steps[i])
+        alpha = alpha.at[index].add(jnp.where(valid, newton, 0.0)).at[i].add(coordinate)
+        theta = theta + K[:, index] @ (y_f * newton) + (coordinate * y[i]) * K[i]
+        return alpha, theta, jnp.sum(free) > max_free, rounds + 1
 
     overflow0 = jnp.sum((alpha > 0.0) & (alpha < C)) > max_free
     alpha, theta, overflow, rounds = jax.lax.while_loop(cond, body, (alpha, theta, overflow0, jnp.array(0)))
@@ -229,8 +311,16 @@ def _finish(K, y, C, alpha, theta, n_iter, tol, max_iter, max_free):
 
     def body(state):
         alpha, theta, n_iter, n_polish, _, rounds, ascent_tol = state
-        # polish the current iterate (monotone: the result is never worse than its start)
-        alpha, theta, fits, used = _polish(K, y, C, alpha, theta, max_free, tol)
+        # fast polish; where it cycles, the monotone one (never worse than its start)
+        fast, fast_settled, fast_used = _active_set_polish(K, y, C, alpha, max_free)
+        fast_theta = K @ (fast * y)
+        fast_exact = fast_settled & (kkt_violation(fast, fast_theta, y, C) <= tol)
+        alpha, theta, fits, used = jax.lax.cond(
+            fast_exact,
+            lambda: (fast, fast_theta, jnp.array(True), jnp.array(0)),
+            lambda: _monotone_polish(K, y, C, alpha, theta, max_free, tol),
+        )
+        used = used + fast_used
         exact = fits & (kkt_violation(alpha, theta, y, C) <= tol)
         # if the free set outgrew the buffer or the rounds ran out, tighten the ascent and try again
         ascent_tol = jnp.maximum(ascent_tol * 1e-2, tol)
