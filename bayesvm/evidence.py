@@ -4,7 +4,17 @@ ln Q(D) (the naive evidence) comes from an approximation of the GP integral
 of the unnormalised likelihood; ln N(D) from an estimator of the
 normalisation factor (DESIGN.md section 2). :func:`log_evidence` fits the MAP
 SVM, computes both and returns an :class:`Evidence` with every term, the
-standard error of the sampled part, and the fit itself.
+standard errors of the sampled parts, and the fit itself.
+
+Approximations of ln Q(D):
+
+* ``"laplace"``: Sollich's Laplace-style form around the MAP solution
+  (:mod:`bayesvm.laplace`), the original method; far too optimistic where
+  most points are marginal (DESIGN.md 2c).
+* ``"ep"``: expectation propagation (:func:`bayesvm.ep.ep_log_evidence`).
+* ``"sampled"``: annealed tempered SMC from the prior to the posterior
+  (:func:`bayesvm.annealing.annealed_log_naive_evidence`), with a standard
+  error: the reference the other two are checked against.
 """
 
 from __future__ import annotations
@@ -16,14 +26,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _linalg
+from .annealing import annealed_log_naive_evidence
+from .ep import ep_log_evidence
 from .kernels import Kernel, gram_matrix
 from .laplace import DETERMINANTS, NaiveEvidenceTerms, laplace_factor, laplace_log_naive_evidence
 from .normalization import NormalizationEstimate, log_normalization, normalization_inputs
 from .solver import MapSVM, fit_map
 
-__all__ = ["APPROXIMATIONS", "Evidence", "log_evidence", "log_naive_evidence"]
+__all__ = ["APPROXIMATIONS", "Evidence", "log_evidence", "log_naive_evidence", "naive_evidence"]
 
-APPROXIMATIONS = ("laplace",)
+APPROXIMATIONS = ("laplace", "ep", "sampled")
 #: Laplace-style evidence is flagged when more than this share of the points is marginal (DESIGN.md 2c)
 _LAPLACE_MARGINAL_SHARE = 0.5
 
@@ -35,7 +47,9 @@ class Evidence:
     Attributes
     ----------
     total, total_se : ln P(D) and its standard error (from the sampled terms).
-    naive : ln Q(D), the naive evidence; ``terms`` holds its parts.
+    naive, naive_se : ln Q(D), the naive evidence, and its standard error
+        (0 for the deterministic approximations).
+    terms : the parts of the Laplace-style ln Q(D) (None for the others).
     log_normalization, log_normalization_se, normalization_ess : ln N(D), its
         standard error and the effective sample size of its estimator.
     n_marginal : size of the marginal set at the MAP solution.
@@ -46,13 +60,15 @@ class Evidence:
     total: float
     total_se: float
     naive: float
-    terms: NaiveEvidenceTerms
+    naive_se: float
+    terms: NaiveEvidenceTerms | None
     log_normalization: float
     log_normalization_se: float
     normalization_ess: float
     n_marginal: int
     approximation: str
     determinant: str
+    normalization: str
     fit: MapSVM
 
     @property
@@ -61,14 +77,18 @@ class Evidence:
 
     def summary(self) -> str:
         """A readable table of the evidence and its terms."""
-        rows = [
-            ("ln P(D)  (total)", f"{self.total:12.3f} +- {self.total_se:.3f}"),
-            (f"ln Q(D)  (naive, {self.approximation})", f"{self.naive:12.3f}"),
-            ("   n ln kappa(C)", f"{float(self.terms.log_kappa_term):12.3f}"),
-            ("   -1/2 sum y a theta", f"{float(self.terms.quadratic_term):12.3f}"),
-            ("   -C sum hinge", f"{float(self.terms.hinge_term):12.3f}"),
-            (f"   -1/2 ln det ({self.determinant})", f"{float(self.terms.log_det_term):12.3f}"),
-            ("ln N(D)  (normalisation)", f"{self.log_normalization:12.3f} +- {self.log_normalization_se:.3f}"),
+        rows = [("ln P(D)  (total)", f"{self.total:12.3f} +- {self.total_se:.3f}")]
+        rows.append((f"ln Q(D)  (naive, {self.approximation})", f"{self.naive:12.3f} +- {self.naive_se:.3f}"))
+        if self.terms is not None:
+            rows += [
+                ("   n ln kappa(C)", f"{float(self.terms.log_kappa_term):12.3f}"),
+                ("   -1/2 sum y a theta", f"{float(self.terms.quadratic_term):12.3f}"),
+                ("   -C sum hinge", f"{float(self.terms.hinge_term):12.3f}"),
+                (f"   -1/2 ln det ({self.determinant})", f"{float(self.terms.log_det_term):12.3f}"),
+            ]
+        rows += [
+            (f"ln N(D)  (normalisation, {self.normalization})",
+             f"{self.log_normalization:12.3f} +- {self.log_normalization_se:.3f}"),
             ("   effective samples", f"{self.normalization_ess:12.1f}"),
             ("marginal points", f"{self.n_marginal:8d} of {self.n}"),
         ]
@@ -85,6 +105,23 @@ def log_naive_evidence(fit: MapSVM, *, determinant: str = "regularized") -> Naiv
     factor = laplace_factor(K, fit.solution, fit.C, size)
     terms = laplace_log_naive_evidence(K, jnp.asarray(fit.y), fit.C, fit.solution, factor, determinant)
     return NaiveEvidenceTerms(*(np.asarray(t) for t in terms))
+
+
+def naive_evidence(fit: MapSVM, approximation: str = "laplace", *, determinant: str = "regularized", random_state=0):
+    """ln Q(D) for a fitted MAP SVM: ``(value, standard error, Laplace terms or None)``."""
+    if approximation not in APPROXIMATIONS:
+        raise ValueError(f"approximation must be one of {APPROXIMATIONS}; got {approximation!r}")
+    if approximation == "laplace":
+        terms = log_naive_evidence(fit, determinant=determinant)
+        return float(terms.value), 0.0, terms
+    K = gram_matrix(fit.kernel, jnp.asarray(fit.X))
+    if approximation == "ep":
+        result = ep_log_evidence(K, jnp.asarray(fit.y), fit.C)
+        if not bool(result.converged):
+            warnings.warn("EP for ln Q(D) did not converge; the value is unreliable", RuntimeWarning, stacklevel=2)
+        return float(result.log_z), 0.0, None
+    result = annealed_log_naive_evidence(K, fit.y, fit.C, key=random_state)
+    return float(result.value), float(result.se), None
 
 
 def log_evidence(
@@ -108,21 +145,29 @@ def log_evidence(
     X, y : training inputs and two-valued labels.
     C, kernel : hyperparameters (kernel default ``RBF()``).
     approximation : how ln Q(D) is computed: ``"laplace"`` (Sollich's
-        Laplace-style form, DESIGN.md 2a).
-    determinant : ``"regularized"`` det(I + L_m K_m) (default) or ``"raw"`` det(L_m K_m).
-    normalization : estimator of ln N(D): ``"prior"`` (plain prior sampling).
+        Laplace-style form, DESIGN.md 2a), ``"ep"`` or ``"sampled"`` (see the
+        module docstring).
+    determinant : for ``"laplace"``: ``"regularized"`` det(I + L_m K_m)
+        (default) or ``"raw"`` det(L_m K_m).
+    normalization : estimator of ln N(D): ``"prior"`` (plain prior
+        sampling), ``"annealed"`` or ``"ep"`` (see
+        :func:`bayesvm.normalization.log_normalization`).
     normalization_inputs_from : the inputs standing in for Q(x): ``"training"``,
         ``"gaussian"``, ``"box"`` or an array (see
-        :func:`bayesvm.normalization.normalization_inputs`).
-    n_samples, max_inputs, random_state : of the normalisation estimator.
+        :func:`bayesvm.normalization.normalization_inputs`); ``"ep"`` always
+        uses the training inputs.
+    n_samples, max_inputs, random_state : of the sampling estimators.
     """
     if approximation not in APPROXIMATIONS:
         raise ValueError(f"approximation must be one of {APPROXIMATIONS}; got {approximation!r}")
+    if determinant not in DETERMINANTS:
+        raise ValueError(f"determinant must be one of {DETERMINANTS}; got {determinant!r}")
     fit = fit_map(X, y, C=C, kernel=kernel)
-    terms = log_naive_evidence(fit, determinant=determinant)
-    inputs = normalization_inputs(
-        fit.X, normalization_inputs_from, max_inputs=max_inputs, random_state=random_state
-    )
+    naive, naive_se, terms = naive_evidence(fit, approximation, determinant=determinant, random_state=random_state)
+    if normalization == "ep":
+        inputs = fit.X
+    else:
+        inputs = normalization_inputs(fit.X, normalization_inputs_from, max_inputs=max_inputs, random_state=random_state)
     norm: NormalizationEstimate = log_normalization(
         kernel=fit.kernel,
         C=fit.C,
@@ -133,13 +178,14 @@ def log_evidence(
         max_inputs=max_inputs,
         random_state=random_state,
     )
-    n_marginal = int(terms.n_marginal)
-    _warn_outside_range(terms, n_marginal, fit.X.shape[0], determinant)
-    naive = float(terms.value)
+    n_marginal = int(fit.marginal.sum())
+    if approximation == "laplace":
+        _warn_outside_range(terms, n_marginal, fit.X.shape[0], determinant)
     return Evidence(
         total=naive - float(norm.value),
-        total_se=float(norm.se),
+        total_se=float(np.hypot(naive_se, float(norm.se))),
         naive=naive,
+        naive_se=naive_se,
         terms=terms,
         log_normalization=float(norm.value),
         log_normalization_se=float(norm.se),
@@ -147,6 +193,7 @@ def log_evidence(
         n_marginal=n_marginal,
         approximation=approximation,
         determinant=determinant,
+        normalization=normalization,
         fit=fit,
     )
 
@@ -163,7 +210,7 @@ def _warn_outside_range(terms: NaiveEvidenceTerms, n_marginal: int, n: int, dete
         warnings.warn(
             f"{n_marginal} of {n} points are marginal: the Laplace-style evidence linearises the prior over "
             "each marginal kink and is far too optimistic here (DESIGN.md 2c: 65 of 80 marginal was ~33 nats "
-            "above a sampled value). Treat this value with suspicion.",
+            "above a sampled value). Use approximation='ep', or 'sampled' to check.",
             RuntimeWarning,
             stacklevel=3,
         )

@@ -2,7 +2,9 @@
 
 The posterior of the latent output at x is approximated as Gaussian,
 theta(x) ~ N(theta*(x), sigma^2(x)), with theta* the SVM output and sigma^2
-from the Laplace-style factor (:mod:`bayesvm.laplace`). Three predictive
+from the Laplace-style factor (:mod:`bayesvm.laplace`), or, with
+``approximation="ep"``, with the mean and variance of expectation propagation
+(:func:`bayesvm.ep.ep_predict`; its mean need not have the sign of theta*). Three predictive
 probabilities of y = +1, all > 1/2 exactly when theta*(x) > 0 and = 1/2 at
 theta* = 0 (g is odd and increasing and the Gaussian is symmetric about theta*):
 
@@ -27,7 +29,7 @@ import numpy as np
 
 from . import _linalg
 from ._validation import check_inputs
-from .ep import hinge_tilted_moments
+from .ep import EPResult, ep_log_evidence, ep_predict, hinge_tilted_moments
 from .kernels import gram_matrix
 from .laplace import LaplaceFactor, laplace_factor, laplace_latent_variance
 from .model import label_probability
@@ -46,6 +48,7 @@ __all__ = [
 ]
 
 PROBABILITY_METHODS = ("averaged", "map", "simple")
+APPROXIMATIONS = ("laplace", "ep")
 _HERMITE_NODES, _HERMITE_WEIGHTS = np.polynomial.hermite.hermgauss(64)
 #: below this variance the averages equal the plug-in value to rounding; use it directly
 _MIN_VARIANCE = 1e-24
@@ -110,25 +113,41 @@ class ErrorBars(NamedTuple):
 
 @dataclass(frozen=True)
 class Posterior:
-    """Sollich's Gaussian approximation of the posterior around a fitted MAP SVM."""
+    """Gaussian approximation of the latent posterior of a fitted MAP SVM.
+
+    Build it with :meth:`from_fit`; ``factor`` is set for the Laplace-style
+    approximation, ``ep`` for expectation propagation.
+    """
 
     fit: MapSVM
-    factor: LaplaceFactor
+    factor: LaplaceFactor | None = None
+    ep: EPResult | None = None
 
     @classmethod
-    def from_fit(cls, fit: MapSVM) -> "Posterior":
-        """Factor B = I + L^1/2 K_m L^1/2 over the fit's marginal set (once)."""
+    def from_fit(cls, fit: MapSVM, approximation: str = "laplace") -> "Posterior":
+        """Factor the approximation once: B = I + L^1/2 K_m L^1/2 (Laplace) or an EP run."""
+        if approximation not in APPROXIMATIONS:
+            raise ValueError(f"approximation must be one of {APPROXIMATIONS}; got {approximation!r}")
         K = gram_matrix(fit.kernel, jnp.asarray(fit.X))
+        if approximation == "ep":
+            return cls(fit=fit, ep=ep_log_evidence(K, jnp.asarray(fit.y), fit.C))
         size = _linalg.buffer_size(int(fit.marginal.sum()), fit.X.shape[0])
         return cls(fit=fit, factor=laplace_factor(K, fit.solution, fit.C, size))
 
+    @property
+    def approximation(self) -> str:
+        return "laplace" if self.ep is None else "ep"
+
     def latent(self, X) -> tuple[np.ndarray, np.ndarray]:
-        """Posterior mean theta*(x) and variance sigma^2(x) at new inputs."""
-        X = check_inputs(X, n_features=self.fit.X.shape[1])
-        K_cross = gram_matrix(self.fit.kernel, jnp.asarray(X), jnp.asarray(self.fit.X))
+        """Posterior mean and variance of theta(x) at new inputs."""
+        X = jnp.asarray(check_inputs(X, n_features=self.fit.X.shape[1]))
+        K_cross = gram_matrix(self.fit.kernel, X, jnp.asarray(self.fit.X))
+        K_diag = self.fit.kernel.diag(X)
+        if self.ep is not None:
+            mean, variance = ep_predict(self.ep, K_cross, K_diag)
+            return np.asarray(mean), np.maximum(np.asarray(variance), 0.0)
         mean = K_cross @ (self.fit.solution.alpha * jnp.asarray(self.fit.y))
-        variance = laplace_latent_variance(self.factor, K_cross, self.fit.kernel.diag(jnp.asarray(X)))
-        return np.asarray(mean), np.asarray(variance)
+        return np.asarray(mean), np.asarray(laplace_latent_variance(self.factor, K_cross, K_diag))
 
     def predict_proba(self, X, method: str = "averaged") -> np.ndarray:
         """P(y = +1 | x) (``+1`` is ``fit.classes[1]``), shape (n_samples,)."""

@@ -1,0 +1,582 @@
+"""Annealed estimates of Gaussian-process integrals.
+
+Every quantity here has the form
+
+    ln Z = ln E_{theta ~ N(0, K)} [ exp(L(theta)) ],
+
+an expectation over a zero-mean Gaussian prior on a finite set of function
+values. Plain prior sampling (the mean of exp(L) over prior draws) is carried
+by rare draws once L is large (DESIGN.md 2b), so Z is instead reached by
+annealing through the tempered distributions
+
+    pi_beta(theta) ~ N(theta; 0, K) exp(beta L(theta)),  0 = beta_0 < ... < beta_T = 1,
+
+with the identity ln Z = sum_t ln E_{pi_beta_{t-1}}[exp((beta_t - beta_{t-1}) L)].
+The sampler is adaptive tempered sequential Monte Carlo (Del Moral, Doucet &
+Jasra 2006; adaptive schedule as in Jasra et al. 2011): each step chooses the
+next temperature by bisection, so that the effective sample size of the
+incremental weights exp((beta_t - beta_{t-1}) L) equals ``target_ess`` times
+the number of particles, adds the log mean weight to ln Z, resamples, and
+moves every particle with elliptical slice sampling (Murray, Adams & MacKay
+2010) at the new temperature.
+Elliptical slice sampling needs no step size: it keeps the Gaussian prior
+exactly invariant and only ever evaluates the tempered likelihood beta L.
+
+The sampler is written here in plain JAX rather than taken from BlackJAX
+(whose ``adaptive_tempered_smc`` and ``elliptical_slice`` were tried and
+measured, see docs/normalisation.md): the ellipse is drawn with the caller's
+Cholesky factor (one factor serves every amplitude at a kernel shape, and each
+shrinkage step costs O(M), not O(M^2)); the next temperature is chosen on the
+moved, equally weighted particles; the shrinkage loop is capped, which bounds
+the cost of a batched loop that otherwise runs as long as its slowest
+particle; and R independent runs share one batch axis, so one matrix product
+draws every momentum. The standard error comes from the runs' spread.
+
+The three uses in bayesvm (DESIGN.md 2, 2b):
+
+* normalisation factor, route "mean": theta over M stand-in inputs,
+  L(theta) = n ln( mean_j nu(theta_j) );
+* normalisation factor, route "product": theta over the n training inputs,
+  L(theta) = sum_i ln nu(theta_i) (an unbiased single-draw estimate of N(D)
+  with the training inputs as the draw from Q^n);
+* naive evidence: theta over the n training inputs,
+  ln Q(D) = n ln kappa(C) + ln E[exp(-C sum_i l(y_i theta_i))].
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import numbers
+import warnings
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import logsumexp
+
+from ._linalg import psd_cholesky
+from ._validation import check_inputs, check_kernel, check_labels, check_positive
+from .kernels import Kernel
+from .model import hinge, log_kappa, log_nu
+
+Array = jax.Array
+
+__all__ = [
+    "AnnealingResult",
+    "annealed_log_expectation",
+    "annealed_log_naive_evidence",
+    "annealed_log_normalization",
+    "mean_route_log_likelihood",
+    "naive_log_likelihood",
+    "prior_cholesky",
+    "product_route_log_likelihood",
+]
+
+ROUTES = ("mean", "product")
+
+
+@dataclasses.dataclass(frozen=True)
+class AnnealingResult:
+    """An annealed estimate of ln Z = ln E_prior[exp(L)] and its diagnostics.
+
+    value
+        ln of the mean of the independent runs' estimates of Z (each run's
+        estimate is unbiased for Z, so their mean is too).
+    se
+        Standard error of ``value``: sqrt(sum_r (Z_r / Zbar - 1)^2 / (R (R - 1)))
+        over the R runs (delta method for the log of a mean).
+    ess
+        Effective number of runs, (sum_r Z_r)^2 / sum_r Z_r^2, in [1, R]. Well
+        below R means a few runs dominate and ``se`` is not to be trusted
+        (a ``RuntimeWarning`` is issued below R / 2, i.e. a spread of ln Z_r
+        above about 0.8 nats).
+    n_temperatures
+        Largest number of annealing steps taken by a run (beta = 0 excluded).
+    log_z_runs
+        The R runs' estimates ln Z_r.
+    temperatures
+        Each run's schedule beta_0 = 0, ..., beta_T = 1, padded with NaN;
+        shape (R, max_temperatures + 1).
+    min_particle_ess
+        Smallest effective sample size of the incremental weights over all
+        steps and runs, as a fraction of the particles.
+    mean_slice_evaluations
+        Mean number of likelihood evaluations per elliptical slice move (>= 1;
+        the sampler's acceptance-free measure of how hard the moves are: it
+        grows as the tempered target concentrates).
+    stuck_fraction
+        Fraction of slice moves that hit ``max_shrinks`` and left the particle
+        where it was (valid, but a sign that the moves mix slowly).
+    n_particles, n_runs, n_mcmc_steps
+        The settings used.
+    """
+
+    value: float
+    se: float
+    ess: float
+    n_temperatures: int
+    log_z_runs: np.ndarray
+    temperatures: np.ndarray
+    min_particle_ess: float
+    mean_slice_evaluations: float
+    stuck_fraction: float
+    n_particles: int
+    n_runs: int
+    n_mcmc_steps: int
+
+
+# ---------------------------------------------------------------- likelihoods
+
+
+def mean_route_log_likelihood(theta: Array, C: Array | float, n: Array | float) -> Array:
+    """L(theta) = n ln( (1/M) sum_j nu(theta_j) ) over M stand-in inputs (DESIGN.md 2b)."""
+    return n * (logsumexp(log_nu(theta, C)) - jnp.log(theta.shape[-1]))
+
+
+def product_route_log_likelihood(theta: Array, C: Array | float) -> Array:
+    """L(theta) = sum_i ln nu(theta_i) over the training inputs (DESIGN.md 2b, identity)."""
+    return jnp.sum(log_nu(theta, C))
+
+
+def naive_log_likelihood(theta: Array, y: Array, C: Array | float) -> Array:
+    """L(theta) = -C sum_i l(y_i theta_i); ln Q(D) = n ln kappa(C) + ln E[exp L] (DESIGN.md 2)."""
+    return -C * jnp.sum(hinge(y * theta))
+
+
+# ---------------------------------------------------------------- prior factor
+
+
+def prior_cholesky(K) -> Array:
+    """Lower Cholesky factor of the prior covariance K, jittered where it is singular.
+
+    Checks K, then uses the project's :func:`bayesvm._linalg.psd_cholesky`
+    (the smallest relative diagonal jitter that makes K positive definite:
+    duplicate inputs make K singular).
+    """
+    K = np.asarray(K, dtype=np.float64)
+    if K.ndim != 2 or K.shape[0] != K.shape[1] or K.shape[0] == 0:
+        raise ValueError(f"K must be a non-empty square matrix; got shape {K.shape}")
+    if not np.all(np.isfinite(K)):
+        raise ValueError("K contains NaN or infinite entries; a finite covariance matrix is needed")
+    if not np.allclose(K, K.T, rtol=1e-10, atol=1e-12 * np.max(np.abs(K))):
+        raise ValueError("K must be symmetric (a covariance matrix)")
+    try:
+        return jnp.asarray(psd_cholesky(K))
+    except np.linalg.LinAlgError as err:
+        raise ValueError(f"K is not a valid covariance matrix: it is not positive definite ({err})") from None
+
+
+# ---------------------------------------------------------------- the sampler
+
+
+def _ess_fraction(log_weights: Array) -> Array:
+    """Effective sample size (sum w)^2 / sum w^2 over the last axis, as a fraction of its length."""
+    n = log_weights.shape[-1]
+    return jnp.exp(2.0 * logsumexp(log_weights, -1) - logsumexp(2.0 * log_weights, -1) - jnp.log(n))
+
+
+def _next_increment(ll: Array, beta: Array, target_ess: float, n_bisections: int = 60) -> Array:
+    """Largest delta in (0, 1 - beta] with ESS(exp(delta ll)) >= target_ess, per run.
+
+    The particles are equally weighted after resampling, so this is the
+    conditional ESS rule of Zhou, Johansen & Aston (2016); the ESS of
+    exp(delta ll) decreases in delta, so bisection finds it.
+    """
+    room = 1.0 - beta
+
+    def bisect(_, bracket):
+        lo, hi = bracket
+        mid = 0.5 * (lo + hi)
+        good = _ess_fraction(mid[:, None] * ll) >= target_ess
+        return jnp.where(good, mid, lo), jnp.where(good, hi, mid)
+
+    lo, _ = jax.lax.fori_loop(0, n_bisections, bisect, (jnp.zeros_like(room), room))
+    return jnp.where(_ess_fraction(room[:, None] * ll) >= target_ess, room, lo)
+
+
+def _systematic_resample(key: Array, log_weights: Array) -> Array:
+    """Systematic resampling indices (Kitagawa 1996), one row of weights per run."""
+    n_runs, n = log_weights.shape
+    cdf = jnp.cumsum(jax.nn.softmax(log_weights, axis=-1), axis=-1)
+    cdf = cdf / cdf[:, -1:]
+    u = (jax.random.uniform(key, (n_runs, 1), cdf.dtype) + jnp.arange(n)) / n
+    return jnp.minimum(jax.vmap(jnp.searchsorted)(cdf, u), n - 1)
+
+
+def _elliptical_slice(key, theta, ll, beta, chol, loglik, max_shrinks: int):
+    """One elliptical slice move (Murray, Adams & MacKay 2010) of every particle.
+
+    Target N(theta; 0, chol chol^T) exp(beta L(theta)); theta has shape (R, N, M),
+    ll = L(theta) shape (R, N), beta shape (R,). The ellipse
+    theta cos(phi) + nu sin(phi), nu = chol w, keeps the prior invariant; the
+    bracket on phi shrinks towards 0 until beta L exceeds the slice level.
+    After ``max_shrinks`` shrinkages without acceptance the particle stays put:
+    the shrinkage sequence from x to x' and back has the same length, so the
+    truncated kernel is still reversible. Returns the new theta, ll and the
+    number of likelihood evaluations per particle.
+    """
+    k_nu, k_u = jax.random.split(key)
+    nu = jax.random.normal(k_nu, theta.shape, theta.dtype) @ chol.T
+    # uniforms for the slice level, the first angle and every shrinkage, in one draw
+    u = jax.random.uniform(k_u, (max_shrinks + 2, *ll.shape), ll.dtype)
+    level = beta[:, None] * ll + jnp.log(u[0])
+    phi = 2.0 * jnp.pi * u[1]
+
+    def unfinished(c):
+        return (c[0] <= max_shrinks) & ~jnp.all(c[3])
+
+    def propose(c):
+        # evaluate the angle phi, accept it or shrink the bracket towards 0 and redraw
+        i, new, new_ll, done, phi, lo, hi, evals = c
+        cand = theta * jnp.cos(phi)[..., None] + nu * jnp.sin(phi)[..., None]
+        cand_ll = loglik(cand)
+        accept = ~done & (beta[:, None] * cand_ll > level)
+        new = jnp.where(accept[..., None], cand, new)
+        new_ll = jnp.where(accept, cand_ll, new_ll)
+        evals = evals + ~done
+        done = done | accept
+        lo = jnp.where(phi < 0, phi, lo)
+        hi = jnp.where(phi > 0, phi, hi)
+        phi = jnp.where(done, phi, lo + (hi - lo) * u[jnp.minimum(i + 2, max_shrinks + 1)])
+        return i + 1, new, new_ll, done, phi, lo, hi, evals
+
+    not_yet = jnp.zeros(ll.shape, bool)
+    carry = (0, theta, ll, not_yet, phi, phi - 2.0 * jnp.pi, phi, jnp.zeros_like(ll))
+    _, new, new_ll, done, _, _, _, evals = jax.lax.while_loop(unfinished, propose, carry)
+    return new, new_ll, evals, done
+
+
+@functools.partial(
+    jax.jit,
+    static_argnames=(
+        "log_likelihood",
+        "n_particles",
+        "n_runs",
+        "n_mcmc_steps",
+        "target_ess",
+        "max_temperatures",
+        "max_shrinks",
+    ),
+)
+def _smc_runs(
+    log_likelihood: Callable,
+    chol: Array,
+    key: Array,
+    args: tuple,
+    temperatures: Array,
+    adaptive: Array,
+    *,
+    n_particles: int,
+    n_runs: int,
+    n_mcmc_steps: int,
+    target_ess: float,
+    max_temperatures: int,
+    max_shrinks: int,
+):
+    """R independent tempered SMC runs of N particles, batched on a leading axis.
+
+    Each step: choose beta_{t+1} (adaptive, or from ``temperatures``, a
+    schedule padded with ones to length max_temperatures + 1, so that both
+    kinds of schedule share one compilation), add
+    ln mean_i exp((beta_{t+1} - beta_t) L_i) to ln Z, resample systematically,
+    move every particle ``n_mcmc_steps`` times at beta_{t+1}.
+    """
+    R, N, M = n_runs, n_particles, chol.shape[0]
+    loglik = jax.vmap(jax.vmap(lambda theta: log_likelihood(theta, *args)))
+    init_key, loop_key = jax.random.split(key)
+    theta = jax.random.normal(init_key, (R, N, M), chol.dtype) @ chol.T
+    schedule = jnp.full((R, max_temperatures + 1), jnp.nan, chol.dtype).at[:, 0].set(0.0)
+    zeros = jnp.zeros(R, chol.dtype)
+    carry = (0, theta, loglik(theta), zeros, zeros, schedule, jnp.ones(R), zeros, zeros, zeros)
+
+    def unfinished(c):
+        return jnp.any(c[3] < 1.0) & (c[0] < max_temperatures)
+
+    def anneal(c):
+        t, theta, ll, beta, log_z, schedule, min_ess, evals, stuck, n_moves = c
+        active = beta < 1.0
+        delta = jax.lax.cond(
+            adaptive,
+            lambda: _next_increment(ll, beta, target_ess),
+            lambda: jnp.full(R, temperatures[t + 1] - temperatures[t]),
+        )
+        delta = jnp.where(active, delta, 0.0)
+        log_w = delta[:, None] * ll
+        log_z = log_z + logsumexp(log_w, -1) - jnp.log(N)
+        min_ess = jnp.where(active, jnp.minimum(min_ess, _ess_fraction(log_w)), min_ess)
+        beta = jnp.where(active & (delta >= 1.0 - beta), 1.0, beta + delta)
+        schedule = schedule.at[:, t + 1].set(jnp.where(active, beta, jnp.nan))
+        resample_key, move_key = jax.random.split(jax.random.fold_in(loop_key, t))
+        idx = _systematic_resample(resample_key, log_w)
+        theta = jnp.take_along_axis(theta, idx[..., None], 1)
+        ll = jnp.take_along_axis(ll, idx, 1)
+
+        def move(i, c):
+            theta, ll, evals, stuck = c
+            theta, ll, n_eval, moved = _elliptical_slice(
+                jax.random.fold_in(move_key, i), theta, ll, beta, chol, loglik, max_shrinks
+            )
+            return theta, ll, evals + jnp.mean(n_eval, -1), stuck + jnp.mean(~moved, -1)
+
+        def moves(theta, ll):
+            return jax.lax.fori_loop(0, n_mcmc_steps, move, (theta, ll, zeros, zeros))
+
+        # after the last reweighting nothing more is needed from the particles
+        theta, ll, step_evals, step_stuck = jax.lax.cond(
+            jnp.any(beta < 1.0), moves, lambda theta, ll: (theta, ll, zeros, zeros), theta, ll
+        )
+        counted = active & (beta < 1.0)
+        evals = evals + jnp.where(counted, step_evals, 0.0)
+        stuck = stuck + jnp.where(counted, step_stuck, 0.0)
+        n_moves = n_moves + jnp.where(counted, n_mcmc_steps, 0)
+        return t + 1, theta, ll, beta, log_z, schedule, min_ess, evals, stuck, n_moves
+
+    _, _, _, beta, log_z, schedule, min_ess, evals, stuck, n_moves = jax.lax.while_loop(unfinished, anneal, carry)
+    steps = jnp.sum(jnp.isfinite(schedule), -1) - 1
+    return log_z, steps, schedule, min_ess, jnp.sum(evals), jnp.sum(stuck), jnp.sum(n_moves), beta
+
+
+def _as_key(key) -> Array:
+    if isinstance(key, numbers.Integral) and not isinstance(key, bool):
+        return jax.random.PRNGKey(int(key))
+    try:
+        arr = jnp.asarray(key)
+    except TypeError:
+        arr = jnp.zeros(())
+    if jnp.issubdtype(arr.dtype, jax.dtypes.prng_key) or (arr.dtype == jnp.uint32 and arr.shape == (2,)):
+        return arr
+    raise ValueError(f"key must be an int seed or a jax.random PRNG key; got {key!r}")
+
+
+def _check_count(value, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    return int(value)
+
+
+def _check_schedule(temperatures) -> Array:
+    beta = np.asarray(temperatures, dtype=np.float64)
+    if beta.ndim != 1 or beta.size < 2 or beta[0] != 0.0 or beta[-1] != 1.0 or np.any(np.diff(beta) <= 0):
+        raise ValueError(
+            "temperatures must be a strictly increasing 1-D sequence from 0.0 to 1.0 "
+            f"(at least two values); got {temperatures!r}"
+        )
+    return jnp.asarray(beta)
+
+
+def annealed_log_expectation(
+    chol,
+    log_likelihood: Callable,
+    *,
+    args: tuple = (),
+    key=0,
+    n_particles: int = 128,
+    n_runs: int = 16,
+    n_mcmc_steps: int = 5,
+    target_ess: float = 0.5,
+    temperatures=None,
+    max_temperatures: int = 1000,
+    max_shrinks: int = 12,
+) -> AnnealingResult:
+    """ln E_{theta ~ N(0, chol chol^T)}[exp(log_likelihood(theta, *args))] by tempered SMC.
+
+    Parameters
+    ----------
+    chol
+        Lower Cholesky factor (M, M) of the prior covariance (see
+        :func:`prior_cholesky`); theta = chol z, z ~ N(0, I).
+    log_likelihood
+        ``log_likelihood(theta, *args) -> scalar`` for theta of shape (M,), a
+        JAX-traceable function. Pass a module-level function and vary ``args``
+        to reuse one compilation across hyperparameter values.
+    key
+        int seed or ``jax.random`` key. The same key gives the same random
+        numbers for every ``args`` (common random numbers).
+    n_particles, n_runs
+        Particles per SMC run and independent runs (batched with vmap).
+    n_mcmc_steps
+        Elliptical slice moves per particle per temperature.
+    target_ess
+        Fraction of particles kept effective by each adaptive step, in (0, 1).
+    temperatures
+        A fixed schedule 0 = beta_0 < ... < beta_T = 1 instead of the adaptive one.
+    max_temperatures
+        Cap on the number of adaptive steps; ``RuntimeError`` if a run has not
+        reached beta = 1 by then.
+    max_shrinks
+        Cap on the bracket shrinkages of one slice move (the particle stays put
+        beyond it; see ``stuck_fraction``).
+    """
+    chol = jnp.asarray(chol, dtype=jnp.float64)
+    if chol.ndim != 2 or chol.shape[0] != chol.shape[1]:
+        raise ValueError(f"chol must be a square lower-triangular matrix; got shape {chol.shape}")
+    if not callable(log_likelihood):
+        raise ValueError("log_likelihood must be a callable log_likelihood(theta, *args) -> scalar")
+    n_particles = _check_count(n_particles, "n_particles", 2)
+    n_runs = _check_count(n_runs, "n_runs", 2)
+    n_mcmc_steps = _check_count(n_mcmc_steps, "n_mcmc_steps", 1)
+    target_ess = float(target_ess)
+    if not 0.0 < target_ess < 1.0:
+        raise ValueError(f"target_ess must lie strictly between 0 and 1; got {target_ess}")
+    max_temperatures = _check_count(max_temperatures, "max_temperatures", 1)
+    adaptive = temperatures is None
+    schedule = jnp.ones(max_temperatures + 1)
+    if not adaptive:
+        temperatures = _check_schedule(temperatures)
+        if temperatures.shape[0] > max_temperatures + 1:
+            raise ValueError(
+                f"temperatures has {temperatures.shape[0] - 1} steps, more than max_temperatures = {max_temperatures}"
+            )
+        schedule = schedule.at[: temperatures.shape[0]].set(temperatures)
+    max_shrinks = _check_count(max_shrinks, "max_shrinks", 1)
+    args = tuple(jnp.asarray(a, dtype=jnp.float64) for a in args)
+
+    log_z, steps, schedule, min_ess, evals, stuck, n_moves, final_beta = _smc_runs(
+        log_likelihood,
+        chol,
+        _as_key(key),
+        args,
+        schedule,
+        jnp.asarray(adaptive),
+        n_particles=n_particles,
+        n_runs=n_runs,
+        n_mcmc_steps=n_mcmc_steps,
+        target_ess=target_ess,
+        max_temperatures=max_temperatures,
+        max_shrinks=max_shrinks,
+    )
+    log_z = np.asarray(log_z)
+    if np.any(np.asarray(final_beta) < 1.0 - 1e-12):
+        raise RuntimeError(
+            f"annealing stopped at beta = {float(np.min(final_beta)):.3g} after {max_temperatures} "
+            "temperatures; raise max_temperatures or lower target_ess"
+        )
+    if not np.all(np.isfinite(log_z)):
+        raise RuntimeError("a run produced a non-finite ln Z; the log-likelihood is -inf or NaN somewhere")
+    n_moves = max(float(n_moves), 1.0)
+    result = _summarise(
+        log_z,
+        steps=np.asarray(steps),
+        schedule=np.asarray(schedule),
+        min_ess=float(np.min(min_ess)),
+        slice_evals=float(evals) / n_moves,
+        stuck=float(stuck) / n_moves,
+        n_particles=n_particles,
+        n_mcmc_steps=n_mcmc_steps,
+    )
+    if result.ess < 0.5 * n_runs:
+        warnings.warn(
+            f"the {n_runs} annealing runs disagree (ln Z_r spread {np.std(log_z):.2g} nats, effective number of "
+            f"runs {result.ess:.1f}): the value is likely biased low and its standard error unreliable; "
+            "raise n_particles (and n_mcmc_steps)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    return result
+
+
+def _summarise(log_z, *, steps, schedule, min_ess, slice_evals, stuck, n_particles, n_mcmc_steps) -> AnnealingResult:
+    """Combine R runs: ln mean Z_r, its delta-method error, effective number of runs."""
+    R = log_z.shape[0]
+    value = float(logsumexp(log_z) - np.log(R))
+    ratio = np.exp(log_z - value)  # Z_r / Zbar, sums to R
+    se = float(np.sqrt(np.sum((ratio - 1.0) ** 2) / (R * (R - 1))))
+    ess = float(np.sum(ratio) ** 2 / np.sum(ratio**2))
+    return AnnealingResult(
+        value=value,
+        se=se,
+        ess=ess,
+        n_temperatures=int(np.max(steps)),
+        log_z_runs=log_z,
+        temperatures=schedule,
+        min_particle_ess=min_ess,
+        mean_slice_evaluations=slice_evals,
+        stuck_fraction=stuck,
+        n_particles=n_particles,
+        n_runs=R,
+        n_mcmc_steps=n_mcmc_steps,
+    )
+
+
+def shift(result: AnnealingResult, offset: float) -> AnnealingResult:
+    """The same estimate with a constant added to ln Z (and to every run)."""
+    return dataclasses.replace(result, value=result.value + offset, log_z_runs=result.log_z_runs + offset)
+
+
+# ---------------------------------------------------------------- bayesvm uses
+
+
+def annealed_log_normalization(
+    kernel: Kernel,
+    C: float,
+    n: int,
+    inputs,
+    *,
+    route: str = "mean",
+    chol=None,
+    key=0,
+    **options,
+) -> AnnealingResult:
+    """ln N(D) for a data set of n points, by annealing (DESIGN.md 2b).
+
+    route="mean": ``inputs`` are M points standing in for Q(x) and
+        ln N(D) ~= ln E_theta[(mean_j nu(theta(x_j)))^n]; n may exceed M.
+    route="product": ``inputs`` are the n training inputs and
+        ln N(D) ~= ln E_theta[prod_i nu(theta(x_i))] (unbiased for N(D) over draws of
+        the inputs from Q); n must equal len(inputs).
+
+    ``chol`` (optional) is the :func:`prior_cholesky` of ``kernel(inputs)``, to
+    reuse one factor; ``options`` go to :func:`annealed_log_expectation`.
+    """
+    kernel = check_kernel(kernel)
+    C = check_positive(C, "C")
+    n = _check_count(n, "n", 1)
+    X = check_inputs(inputs, name="inputs")
+    if route not in ROUTES:
+        raise ValueError(f"route must be one of {ROUTES}; got {route!r}")
+    if route == "product" and n != X.shape[0]:
+        raise ValueError(
+            f"route='product' integrates over the n training inputs: n = {n} but inputs has {X.shape[0]} rows"
+        )
+    chol = prior_cholesky(kernel(X)) if chol is None else _check_chol(chol, X.shape[0])
+    if route == "mean":
+        return annealed_log_expectation(chol, mean_route_log_likelihood, args=(C, n), key=key, **options)
+    return annealed_log_expectation(chol, product_route_log_likelihood, args=(C,), key=key, **options)
+
+
+def annealed_log_naive_evidence(K, y, C: float, *, chol=None, key=0, **options) -> AnnealingResult:
+    """ln Q(D) = n ln kappa(C) + ln E_{theta ~ N(0, K)}[exp(-C sum_i l(y_i theta_i))] (DESIGN.md 2).
+
+    ``K`` is the Gram matrix of the n training inputs (may be None when
+    ``chol``, its :func:`prior_cholesky`, is given); ``y`` the labels (two
+    classes, mapped to -1/+1 with the larger one +1).
+    """
+    C = check_positive(C, "C")
+    if chol is None:
+        if K is None:
+            raise ValueError("give the Gram matrix K or its Cholesky factor chol")
+        chol = prior_cholesky(K)
+    n = np.asarray(chol).shape[0]
+    y_pm = _labels_pm(y, n)
+    chol = _check_chol(chol, n)
+    result = annealed_log_expectation(chol, naive_log_likelihood, args=(y_pm, C), key=key, **options)
+    return shift(result, n * float(log_kappa(C)))
+
+
+def _labels_pm(y, n: int) -> np.ndarray:
+    """Labels as -1/+1; a single class is allowed here (the integral is still defined)."""
+    arr = np.asarray(y, dtype=np.float64).ravel()
+    if arr.shape[0] != n:
+        raise ValueError(f"y has {arr.shape[0]} labels but the prior is over {n} points; they must match")
+    if np.all(np.isin(arr, (-1.0, 1.0))):
+        return arr
+    return check_labels(y, n)[0]
+
+
+def _check_chol(chol, m: int) -> Array:
+    chol = jnp.asarray(chol, dtype=jnp.float64)
+    if chol.shape != (m, m):
+        raise ValueError(f"chol must have shape ({m}, {m}) to match the inputs; got {chol.shape}")
+    return chol
