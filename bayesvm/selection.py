@@ -1,0 +1,850 @@
+"""Hyperparameter selection by maximising the evidence (DESIGN.md section 4).
+
+The grid is parametrised by the quantities the MAP solution actually depends
+on. With K = k0 (base + r), r = k_b / k0 the offset ratio, substitute
+a = b / k0 in the dual
+
+    max_a sum_i a_i - 1/2 a^T Y K Y a,   0 <= a_i <= C
+
+to get  (1/k0) [ sum_i b_i - 1/2 b^T Y (base + r) Y b ],  0 <= b_i <= C k0.
+
+So b, the dual solution for the kernel ``base + r`` with box P = C k0, is the
+same for every (C, k0) with C k0 = P, and
+
+    alpha(C, k0) = b / k0 = b C / P,   theta = (base + r)(b * y)   (unchanged).
+
+One batched MAP solve per (shape, r, P) therefore serves a whole line of C
+values (k0 = P / C); only the evidence terms are re-evaluated along it. The
+normalisation ln N(D) does not need the solve at all; it reuses one set of
+unit-amplitude prior draws per shape (one Cholesky) with common random
+numbers across every (r, P, C).
+
+Surfaces are arrays of shape ``(n_shape, n_offset_ratio, n_C_k0, n_C)``.
+
+Local refinement. The Laplace-style evidence is only piecewise smooth: it
+has kinks wherever a point enters or leaves the marginal set (the
+regularised determinant keeps it continuous, the raw one does not even do
+that), so gradient steps are unreliable. The refinement is a derivative-free
+shrinking pattern search in log coordinates: around the current best point
+it evaluates every combination of {x e^-h, x, x e^h} on the axes the grid
+varies, moves to the best, halves h (starting at half the grid spacing) and
+repeats. It only compares values, so kinks do not mislead it, and it stays
+within the cells next to the grid optimum.
+
+Grid edges. The Laplace-style evidence is far too optimistic in the
+large-amplitude, short-length-scale corner (DESIGN.md 2c), and maximisation
+runs into it. When the grid optimum sits on the edge of an axis that the
+grid varies, the selection warns (:class:`GridEdgeWarning`) and extends that
+axis by ``extend_points`` steps of its own log spacing, at most
+``max_extensions`` times; if the optimum is still on an edge it warns once
+more and records the axes in ``EvidenceSurface.at_edge``, or raises
+(``on_edge="raise"``). It never returns an edge optimum silently.
+
+Reference: P. Sollich, "Bayesian methods for support vector machines:
+evidence and predictive class probabilities", Machine Learning 46 (2002).
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from sklearn.model_selection import StratifiedKFold
+
+from . import _linalg
+from ._validation import check_inputs, check_kernel, check_labels
+from .evidence import APPROXIMATIONS, Evidence, naive_evidence
+from .kernels import Kernel, gram_matrix, make_kernel, squared_distances
+from .laplace import DETERMINANTS, NaiveEvidenceTerms, laplace_factor, laplace_log_naive_evidence
+from .normalization import METHODS as NORMALIZATION_METHODS
+from .normalization import (
+    NormalizationEstimate,
+    log_normalization,
+    log_normalization_from_draws,
+    normalization_inputs,
+    prior_draws,
+)
+from .solver import DualSolution, MapSVM, solve_dual_batch
+
+Array = jax.Array
+
+__all__ = [
+    "METHODS",
+    "NORMALIZATIONS",
+    "SHAPE_PARAMETERS",
+    "AXES",
+    "GridEdgeWarning",
+    "Grid",
+    "EvidenceSurface",
+    "default_grid",
+    "select_hyperparameters",
+]
+
+METHODS = ("evidence", "cv")
+NORMALIZATIONS = NORMALIZATION_METHODS
+#: the kernel's shape hyperparameter searched by the grid (None: the family has none)
+SHAPE_PARAMETERS: dict[str, str | None] = {
+    "rbf": "length_scale",
+    "exponential": "length_scale",
+    "polynomial": "gamma",
+    "linear": None,
+}
+#: surface axes, in array order
+AXES = ("shape", "offset_ratio", "C_k0", "C")
+#: above this share of marginal points the Laplace-style evidence is flagged (DESIGN.md 2c)
+_LAPLACE_MARGINAL_SHARE = 0.5
+#: pairwise distances for the default length scales are taken on at most this many points
+_MAX_DISTANCE_POINTS = 500
+#: data sets smaller than this get the small default grid (fast for tiny problems)
+_SMALL_PROBLEM = 100
+#: points per line evaluated at once by the prior-sampling normalisation (bounds memory at S x M x this)
+_NORMALIZATION_BATCH = 4
+#: MAP solves are batched in chunks of this size (the refinement's 3-point pattern is one chunk)
+_SOLVE_BATCH = 3
+
+
+class GridEdgeWarning(UserWarning):
+    """The evidence optimum lies on the edge of the hyperparameter grid."""
+
+
+# ---------------------------------------------------------------------------
+# the grid
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A product grid over (shape, offset ratio k_b/k0, C k0, C), all strictly positive.
+
+    ``shape`` holds the kernel's shape parameter (``length_scale`` or
+    ``gamma``; the single placeholder value 1 for the linear kernel). k0 = C_k0 / C
+    and k_b = offset_ratio * k0 at each point.
+    """
+
+    shape: np.ndarray
+    offset_ratio: np.ndarray
+    C_k0: np.ndarray
+    C: np.ndarray
+
+    def __post_init__(self):
+        for name in AXES:
+            values = np.atleast_1d(np.asarray(getattr(self, name), dtype=np.float64))
+            if values.ndim != 1 or values.size == 0:
+                raise ValueError(f"grid axis {name!r} must be a non-empty 1-D sequence; got shape {values.shape}")
+            if not np.all(np.isfinite(values)) or np.any(values <= 0):
+                raise ValueError(f"grid axis {name!r} must hold finite values > 0; got {values.tolist()}")
+            if np.unique(values).size != values.size:
+                raise ValueError(f"grid axis {name!r} has repeated values: {values.tolist()}")
+            object.__setattr__(self, name, np.sort(values))
+
+    @property
+    def axes(self) -> tuple[np.ndarray, ...]:
+        return tuple(getattr(self, name) for name in AXES)
+
+    @property
+    def shape_of_surface(self) -> tuple[int, ...]:
+        return tuple(a.size for a in self.axes)
+
+    def replace(self, **axes) -> "Grid":
+        return Grid(**{name: axes.get(name, getattr(self, name)) for name in AXES})
+
+
+def _kernel_template(kernel) -> Kernel:
+    if isinstance(kernel, str):
+        return make_kernel(kernel)
+    return check_kernel(kernel)
+
+
+def _shape_name(template: Kernel) -> str | None:
+    return SHAPE_PARAMETERS[template.name]
+
+
+def default_grid(X, kernel="rbf") -> Grid:
+    """Default grid derived from the data.
+
+    * length scale (RBF, exponential): 5 values (3 for fewer than 100 points),
+      log-spaced from half the 10% quantile to twice the 90% quantile of the
+      pairwise distances (on at most 500 points);
+    * gamma (polynomial): 1 / (d * mean feature variance) times 10^[-1, 1];
+    * C k0: 10^-1 .. 10^3 (7 values; 5 for small problems);
+    * C: 10^-1 .. 10^1.5 (9 values; 6 for small problems);
+    * offset ratio k_b / k0: 1 (held fixed; pass an ``offset_ratio`` axis to
+      select the offset too -- each value costs one more set of solves).
+    """
+    X = check_inputs(X)
+    template = _kernel_template(kernel)
+    small = X.shape[0] < _SMALL_PROBLEM
+    name = _shape_name(template)
+    if name == "length_scale":
+        Xs = X[np.linspace(0, X.shape[0] - 1, min(X.shape[0], _MAX_DISTANCE_POINTS)).astype(int)]
+        d = np.sqrt(np.asarray(squared_distances(jnp.asarray(Xs), jnp.asarray(Xs))))
+        d = d[np.triu_indices_from(d, k=1)]
+        d = d[d > 0]
+        lo, hi = (np.quantile(d, [0.1, 0.9]) if d.size else (1.0, 1.0))
+        shape = np.geomspace(0.5 * lo, 2.0 * hi, 3 if small else 5)
+    elif name == "gamma":
+        scale = 1.0 / (X.shape[1] * max(float(np.mean(np.var(X, axis=0))), np.finfo(float).tiny))
+        shape = scale * np.geomspace(0.1, 10.0, 3 if small else 5)
+    else:
+        shape = np.array([1.0])  # placeholder: the family has no shape parameter
+    return Grid(
+        shape=shape,
+        offset_ratio=np.array([1.0]),
+        C_k0=np.geomspace(0.1, 1e3, 5 if small else 7),
+        C=np.geomspace(0.1, 10**1.5, 6 if small else 9),
+    )
+
+
+def _resolve_grid(grid, X, template: Kernel) -> Grid:
+    """A :class:`Grid` from ``None``, a Grid, or a mapping that overrides some default axes."""
+    if isinstance(grid, Grid):
+        return grid
+    defaults = default_grid(X, template)
+    if grid is None:
+        return defaults
+    if not isinstance(grid, Mapping):
+        raise ValueError(f"grid must be None, a Grid or a mapping of axis name -> values; got {type(grid).__name__}")
+    shape_name = _shape_name(template)
+    accepted = {"C", "C_k0", "offset_ratio", "shape"} | ({shape_name} if shape_name else set())
+    unknown = set(grid) - accepted
+    if unknown:
+        raise ValueError(f"unknown grid axes {sorted(unknown)} for the {template.name} kernel; accepted: {sorted(accepted)}")
+    axes = {("shape" if key == shape_name else key): value for key, value in grid.items()}
+    if shape_name is None and "shape" in axes:
+        raise ValueError(f"the {template.name} kernel has no shape parameter to put on a grid")
+    return defaults.replace(**axes)
+
+
+# ---------------------------------------------------------------------------
+# evaluation of blocks of the surface
+
+
+class _Block(NamedTuple):
+    """Surface values on (C_k0, C) for one (shape, offset ratio); arrays of shape (nP, nC)."""
+
+    naive: np.ndarray
+    naive_se: np.ndarray
+    terms: NaiveEvidenceTerms | None  # the Laplace-style parts (None for the other approximations)
+    normalization: NormalizationEstimate
+
+
+@partial(jax.jit, static_argnames=("size", "determinant"))
+def _laplace_lines(Kt, y, P, C, solution: DualSolution, size: int, determinant: str) -> NaiveEvidenceTerms:
+    """Laplace-style ln Q(D) for every (P_b, C_c) from the solutions on box P (batched over b).
+
+    For C k0 = P: alpha = b C / P, K = Kt P / C, theta unchanged (module docstring).
+    """
+
+    def at(P_b, sol_b, C_c):
+        scale = C_c / P_b
+        sol = sol_b._replace(alpha=sol_b.alpha * scale)
+        K = Kt / scale
+        return laplace_log_naive_evidence(K, y, C_c, sol, laplace_factor(K, sol, C_c, size), determinant)
+
+    def line(P_b, sol_b):
+        return jax.lax.map(lambda C_c: at(P_b, sol_b, C_c), C)
+
+    return jax.vmap(line)(P, solution)
+
+
+def _laplace_block(problem: "_Problem", shape, ratio, P, C):
+    """All lines at once: one batched Laplace evaluation per (shape, offset ratio)."""
+    solution = problem.solutions(shape, ratio, P)
+    Kt = problem.base(shape) + ratio
+    size = _linalg.buffer_size(int(jnp.max(jnp.sum(solution.marginal, axis=-1))), Kt.shape[0])
+    terms = _laplace_lines(Kt, problem.y, jnp.asarray(P), jnp.asarray(C), solution, size, problem.determinant)
+    terms = NaiveEvidenceTerms(*(np.asarray(t) for t in terms))
+    return terms.value, np.zeros_like(terms.value), terms
+
+
+def _pointwise_naive_block(problem: "_Problem", shape, ratio, P, C):
+    """Any approximation of :func:`bayesvm.evidence.naive_evidence`, point by point (from the cached solves)."""
+    value, se = np.empty((len(P), len(C))), np.empty((len(P), len(C)))
+    for k, c in itertools.product(range(len(P)), range(len(C))):
+        fit = problem.map_svm(shape, ratio, P[k], float(C[c]), np.array([-1, 1]))
+        value[k, c], se[k, c], _ = naive_evidence(fit, problem.approximation, determinant=problem.determinant,
+                                                  random_state=problem.random_state)
+    return value, se, None
+
+
+@jax.jit
+def _prior_lines(draws, ratio, P, C, n) -> NormalizationEstimate:
+    amplitude = (P[:, None] / C[None, :]).ravel()
+    C_flat = jnp.broadcast_to(C[None, :], (P.shape[0], C.shape[0])).ravel()
+
+    def at(args):
+        a, c = args
+        return log_normalization_from_draws(draws, a, ratio * a, c, n)
+
+    out = jax.lax.map(at, (amplitude, C_flat), batch_size=_NORMALIZATION_BATCH)
+    return jax.tree_util.tree_map(lambda v: v.reshape(P.shape[0], C.shape[0]), out)
+
+
+def _prior_block(problem: "_Problem", shape, ratio, P, C) -> NormalizationEstimate:
+    estimate = _prior_lines(problem.draws(shape), ratio, jnp.asarray(P), jnp.asarray(C), problem.n)
+    return NormalizationEstimate(*(np.asarray(v) for v in estimate))
+
+
+def _pointwise_normalization_block(problem: "_Problem", shape, ratio, P, C) -> NormalizationEstimate:
+    """Any method of :func:`bayesvm.normalization.log_normalization`, point by point."""
+    inputs = problem.X if problem.normalization == "ep" else problem.inputs
+    points = [
+        log_normalization(kernel=problem.kernel(shape, p / c, ratio * p / c), C=float(c), n=problem.n, inputs=inputs,
+                          method=problem.normalization, n_samples=problem.n_samples, max_inputs=inputs.shape[0],
+                          random_state=problem.random_state)
+        for p in P for c in C
+    ]
+    return NormalizationEstimate(*(np.reshape([float(getattr(e, f)) for e in points], (len(P), len(C)))
+                                   for f in NormalizationEstimate._fields))
+
+
+#: ln Q(D) on lines of C: (problem, shape, offset ratio, P, C) -> (value, se, terms or None), each (nP, nC).
+#: "laplace" is evaluated in one batch per block; the others fall back to one evaluation per point.
+_NAIVE_ESTIMATORS: dict[str, Callable] = {"laplace": _laplace_block}
+#: ln N(D) on lines of C: (problem, shape, offset ratio, P, C) -> NormalizationEstimate of (nP, nC) arrays
+_NORMALIZATION_ESTIMATORS: dict[str, Callable] = {"prior": _prior_block}
+
+
+@dataclass
+class _Problem:
+    """The data and options of one selection, with per-shape caches (Gram base, prior draws, solves)."""
+
+    X: np.ndarray
+    y: np.ndarray  # -1/+1
+    template: Kernel
+    approximation: str
+    determinant: str
+    normalization: str
+    n_samples: int
+    inputs: np.ndarray
+    random_state: int
+    _bases: dict = field(default_factory=dict)
+    _draws: dict = field(default_factory=dict)
+    _solutions: dict = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return self.X.shape[0]
+
+    def kernel(self, shape, amplitude, offset) -> Kernel:
+        changes = {"amplitude": float(amplitude), "offset": float(offset)}
+        name = _shape_name(self.template)
+        if name is not None:
+            changes[name] = float(shape)
+        return self.template.replace(**changes)
+
+    def base(self, shape) -> Array:
+        """The unit-amplitude, zero-offset Gram matrix of the training inputs at this shape."""
+        if shape not in self._bases:
+            self._bases[shape] = gram_matrix(self.kernel(shape, 1.0, 0.0), jnp.asarray(self.X))
+        return self._bases[shape]
+
+    def draws(self, shape):
+        if shape not in self._draws:
+            kernel = self.kernel(shape, 1.0, 0.0)
+            self._draws[shape] = prior_draws(kernel, self.inputs, n_samples=self.n_samples, random_state=self.random_state)
+        return self._draws[shape]
+
+    def solutions(self, shape, ratio, P) -> DualSolution:
+        """Dual solutions on kernel base + ratio with boxes P (batched; solves only the missing ones)."""
+        missing = [p for p in P if (shape, ratio, p) not in self._solutions]
+        Kt = self.base(shape) + ratio
+        # fixed batch size (the last chunk padded by repetition): one compilation per problem size
+        for start in range(0, len(missing), _SOLVE_BATCH):
+            chunk = missing[start : start + _SOLVE_BATCH]
+            boxes = chunk + chunk[-1:] * (_SOLVE_BATCH - len(chunk))
+            batch = solve_dual_batch(jnp.broadcast_to(Kt, (_SOLVE_BATCH, *Kt.shape)), self.y, jnp.asarray(boxes))
+            for i, p in enumerate(chunk):
+                self._solutions[(shape, ratio, p)] = jax.tree_util.tree_map(lambda v, i=i: v[i], batch)
+        return jax.tree_util.tree_map(lambda *v: jnp.stack(v), *(self._solutions[(shape, ratio, p)] for p in P))
+
+    def block(self, shape, ratio, P, C) -> _Block:
+        naive = _NAIVE_ESTIMATORS.get(self.approximation, _pointwise_naive_block)
+        normalization = _NORMALIZATION_ESTIMATORS.get(self.normalization, _pointwise_normalization_block)
+        value, se, terms = naive(self, shape, ratio, P, C)
+        return _Block(value, se, terms, normalization(self, shape, ratio, P, C))
+
+    def map_svm(self, shape, ratio, P, C, classes) -> MapSVM:
+        """The fitted MAP SVM at one point, from the cached solve (alpha rescaled by C / P)."""
+        solution = self.solutions(shape, ratio, [P])
+        solution = jax.tree_util.tree_map(lambda v: v[0], solution)
+        solution = solution._replace(alpha=solution.alpha * (C / P))
+        kernel = self.kernel(shape, P / C, ratio * P / C)
+        return MapSVM(X=self.X, y=self.y, classes=classes, kernel=kernel, C=float(C), solution=solution)
+
+
+class _Surface(NamedTuple):
+    """The evidence surface on a grid (arrays of the grid's surface shape)."""
+
+    naive: np.ndarray
+    naive_se: np.ndarray
+    log_normalization: np.ndarray
+    log_normalization_se: np.ndarray
+    normalization_ess: np.ndarray
+    n_marginal: np.ndarray
+
+    @property
+    def total(self) -> np.ndarray:
+        return self.naive - self.log_normalization
+
+    @property
+    def total_se(self) -> np.ndarray:
+        return np.hypot(self.naive_se, self.log_normalization_se)
+
+
+def _evaluate(problem: _Problem, grid: Grid, progress) -> _Surface:
+    """Every block of the grid: one batched solve per (shape, offset ratio)."""
+    out = {name: np.empty(grid.shape_of_surface) for name in _Surface._fields}
+    blocks = list(itertools.product(enumerate(grid.shape), enumerate(grid.offset_ratio)))
+    for done, ((i, shape), (j, ratio)) in enumerate(blocks, start=1):
+        block = problem.block(float(shape), float(ratio), [float(p) for p in grid.C_k0], grid.C)
+        out["naive"][i, j] = block.naive
+        out["naive_se"][i, j] = block.naive_se
+        out["log_normalization"][i, j] = block.normalization.value
+        out["log_normalization_se"][i, j] = block.normalization.se
+        out["normalization_ess"][i, j] = block.normalization.ess
+        out["n_marginal"][i, j] = np.sum(problem.solutions(float(shape), float(ratio), [float(p) for p in grid.C_k0]).marginal,
+                                         axis=-1)[:, None]
+        if progress is not None:
+            progress(done, len(blocks))
+    return _Surface(**out)
+
+
+def _argmax(values: np.ndarray) -> tuple[int, ...]:
+    finite = np.where(np.isfinite(values), values, -np.inf)
+    if not np.any(np.isfinite(values)):
+        raise ValueError("the criterion is not finite anywhere on the grid")
+    return tuple(int(i) for i in np.unravel_index(np.argmax(finite), values.shape))
+
+
+def _edge_axes(index: tuple[int, ...], grid: Grid) -> list[tuple[str, str]]:
+    """(axis, side) for every varied axis on whose edge ``index`` lies."""
+    edges = []
+    for name, i, axis in zip(AXES, index, grid.axes):
+        if axis.size > 1 and i == 0:
+            edges.append((name, "low"))
+        elif axis.size > 1 and i == axis.size - 1:
+            edges.append((name, "high"))
+    return edges
+
+
+def _extended(axis: np.ndarray, side: str, points: int) -> np.ndarray:
+    """``axis`` extended by ``points`` steps of its own log spacing at the end ``side``."""
+    if side == "low":
+        step = axis[1] / axis[0]
+        return np.concatenate([axis[0] * step ** -np.arange(points, 0, -1), axis])
+    step = axis[-1] / axis[-2]
+    return np.concatenate([axis, axis[-1] * step ** np.arange(1, points + 1)])
+
+
+# ---------------------------------------------------------------------------
+# result
+
+
+@dataclass(frozen=True, eq=False)
+class EvidenceSurface:
+    """The result of :func:`select_hyperparameters`.
+
+    Arrays are indexed ``[shape, offset_ratio, C_k0, C]`` (see :data:`AXES`).
+    For ``method="evidence"``: ``naive`` ln Q(D), ``log_normalization``
+    ln N(D), ``total`` ln P(D) with their standard errors, the effective
+    sample size of the normalisation and the marginal counts. For
+    ``method="cv"``: ``cv_error`` (the k-fold error rate; the C axis is the
+    single value 1, since the MAP solution depends on C and k0 only through
+    C k0, cross-validation cannot separate them).
+
+    ``index`` is the argmax of the stored criterion; ``best`` the selected
+    hyperparameters after refinement (``C``, ``amplitude``, ``offset`` and the
+    shape parameter), ``best_value``/``best_se`` the criterion there,
+    ``evidence`` the full :class:`~bayesvm.evidence.Evidence` at the optimum
+    (evidence method), ``refinement`` the points the local search visited,
+    ``extensions`` the grid extensions made and ``at_edge`` the axes on whose
+    edge the optimum still lies.
+    """
+
+    method: str
+    kernel_name: str
+    shape_name: str | None
+    grid: Grid
+    index: tuple[int, ...]
+    best: dict
+    best_value: float
+    best_se: float
+    best_kernel: Kernel
+    naive: np.ndarray | None = None
+    naive_se: np.ndarray | None = None
+    log_normalization: np.ndarray | None = None
+    log_normalization_se: np.ndarray | None = None
+    normalization_ess: np.ndarray | None = None
+    n_marginal: np.ndarray | None = None
+    cv_error: np.ndarray | None = None
+    evidence: Evidence | None = None
+    approximation: str | None = None
+    normalization: str | None = None
+    refinement: tuple[dict, ...] = ()
+    extensions: tuple[tuple[str, str], ...] = ()
+    at_edge: tuple[str, ...] = ()
+
+    @property
+    def total(self) -> np.ndarray | None:
+        return None if self.naive is None else self.naive - self.log_normalization
+
+    @property
+    def total_se(self) -> np.ndarray | None:
+        return None if self.naive is None else np.hypot(self.naive_se, self.log_normalization_se)
+
+    @property
+    def values(self) -> np.ndarray:
+        """The criterion maximised: ln P(D), or minus the CV error rate."""
+        return self.total if self.method == "evidence" else -self.cv_error
+
+    @property
+    def best_C(self) -> float:
+        return float(self.best["C"])
+
+    def plot_curve(self, *, true_C: float | None = None, ax=None):
+        """ln Q(D), ln N(D) and ln P(D) against C on the line of the optimum (Sollich 2002, Fig. 2)."""
+        if self.method != "evidence":
+            raise ValueError("plot_curve needs an evidence surface; the CV error does not depend on C at fixed C k0")
+        from .plotting import plot_evidence_curve
+
+        i, j, k, _ = self.index
+        line = (i, j, k, slice(None))
+        return plot_evidence_curve(
+            self.grid.C,
+            self.naive[line],
+            self.log_normalization[line],
+            self.total[line],
+            se_naive=self.naive_se[line],
+            se_normalization=self.log_normalization_se[line],
+            se_total=self.total_se[line],
+            true_C=true_C,
+            ax=ax,
+        )
+
+    def plot_heatmap(self, *, ax=None):
+        """The criterion over (C k0, shape parameter), maximised over the other axes."""
+        from .plotting import plot_evidence_heatmap
+
+        profile = np.max(np.where(np.isfinite(self.values), self.values, -np.inf), axis=(1, 3))
+        profile = np.where(np.isfinite(profile), profile, np.nan)
+        label = "ln P(D), max over C and k_b/k0" if self.method == "evidence" else "-(CV error rate)"
+        if self.shape_name is None:
+            return plot_evidence_heatmap(
+                self.grid.C_k0, self.grid.offset_ratio, np.max(self.values, axis=(0, 3)),
+                x_label="C k0", y_label="k_b / k0", log_x=True, log_y=True, colorbar_label=label, ax=ax,
+            )
+        return plot_evidence_heatmap(
+            self.grid.C_k0, self.grid.shape, profile,
+            x_label="C k0", y_label=self.shape_name, log_x=True, log_y=True, colorbar_label=label, ax=ax,
+        )
+
+    def to_dict(self) -> dict:
+        """Everything as plain JSON-serialisable Python (lists, floats, strings; NaN/inf become None)."""
+
+        def plain(value):
+            if value is None:
+                return None
+            array = np.asarray(value, dtype=np.float64)
+            return np.where(np.isfinite(array), array, np.nan).tolist() if array.ndim else _finite_or_none(array)
+
+        out = {
+            "method": self.method,
+            "kernel": self.kernel_name,
+            "shape_name": self.shape_name,
+            "approximation": self.approximation,
+            "normalization": self.normalization,
+            "axes": {name: plain(axis) for name, axis in zip(AXES, self.grid.axes)},
+            "index": list(self.index),
+            "best": {key: _finite_or_none(value) for key, value in self.best.items()},
+            "best_value": _finite_or_none(self.best_value),
+            "best_se": _finite_or_none(self.best_se),
+            "refinement": [{key: _finite_or_none(v) for key, v in point.items()} for point in self.refinement],
+            "extensions": [list(e) for e in self.extensions],
+            "at_edge": list(self.at_edge),
+        }
+        for name in ("naive", "naive_se", "log_normalization", "log_normalization_se", "normalization_ess",
+                     "total", "total_se", "n_marginal", "cv_error"):
+            out[name] = _nan_to_none(plain(getattr(self, name)))
+        if self.evidence is not None:
+            ev = self.evidence
+            out["evidence"] = {
+                "total": ev.total, "total_se": ev.total_se, "naive": ev.naive,
+                "log_normalization": ev.log_normalization, "log_normalization_se": ev.log_normalization_se,
+                "normalization_ess": ev.normalization_ess, "n_marginal": ev.n_marginal, "n": ev.n,
+                "terms": {name: float(getattr(ev.terms, name)) for name in ev.terms._fields},
+            }
+        return out
+
+
+def _finite_or_none(value):
+    value = float(value)
+    return value if np.isfinite(value) else None
+
+
+def _nan_to_none(nested):
+    if isinstance(nested, list):
+        return [_nan_to_none(v) for v in nested]
+    return None if isinstance(nested, float) and not np.isfinite(nested) else nested
+
+
+# ---------------------------------------------------------------------------
+# selection
+
+
+def select_hyperparameters(
+    X,
+    y,
+    *,
+    kernel="rbf",
+    grid=None,
+    method: str = "evidence",
+    refine: bool = True,
+    refine_rounds: int = 2,
+    approximation: str = "laplace",
+    determinant: str = "regularized",
+    normalization: str = "prior",
+    normalization_inputs_from="training",
+    n_samples: int = 1000,
+    max_inputs: int = 300,
+    max_extensions: int = 3,
+    extend_points: int = 2,
+    on_edge: str = "warn",
+    cv: int = 5,
+    random_state: int = 0,
+    progress: Callable[[int, int], None] | None = None,
+) -> EvidenceSurface:
+    """Choose C, the amplitude k0, the kernel's shape and the offset k_b.
+
+    Parameters
+    ----------
+    X, y : training inputs and two-valued labels.
+    kernel : family name (``"rbf"``, ``"exponential"``, ``"polynomial"``,
+        ``"linear"``) or a kernel whose static settings (e.g. polynomial
+        degree) are kept; its continuous hyperparameters are searched.
+    grid : None (:func:`default_grid`), a :class:`Grid`, or a mapping
+        overriding some default axes: ``"C"``, ``"C_k0"``, ``"offset_ratio"``
+        and the shape parameter (``"length_scale"``/``"gamma"`` or ``"shape"``).
+        A single-valued axis is held fixed.
+    method : ``"evidence"`` (maximise ln P(D)) or ``"cv"`` (minimise the
+        stratified ``cv``-fold error rate over (shape, offset ratio, C k0);
+        no refinement or extension: the error rate is piecewise constant).
+    refine, refine_rounds : the local pattern search around the grid optimum
+        (module docstring).
+    approximation, determinant : ln Q(D) (``"laplace"``; see
+        :func:`bayesvm.evidence.log_evidence`).
+    normalization, normalization_inputs_from, n_samples, max_inputs :
+        ln N(D) estimator (``"prior"``) and its settings, as in ``log_evidence``.
+    max_extensions, extend_points, on_edge : grid-edge handling
+        (``on_edge="warn"`` or ``"raise"``; module docstring).
+    random_state : seed of the normalisation draws and the CV folds.
+    progress : called as ``progress(done, total)`` after each batched solve.
+    """
+    X = check_inputs(X)
+    y_pm, classes = check_labels(y, X.shape[0])
+    template = _kernel_template(kernel)
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    if approximation not in APPROXIMATIONS:
+        raise ValueError(f"approximation must be one of {APPROXIMATIONS}; got {approximation!r}")
+    if determinant not in DETERMINANTS:
+        raise ValueError(f"determinant must be one of {DETERMINANTS}; got {determinant!r}")
+    if normalization not in NORMALIZATIONS:
+        raise ValueError(f"normalization must be one of {NORMALIZATIONS}; got {normalization!r}")
+    if on_edge not in ("warn", "raise"):
+        raise ValueError(f"on_edge must be 'warn' or 'raise'; got {on_edge!r}")
+    for value, name in ((refine_rounds, "refine_rounds"), (max_extensions, "max_extensions")):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise ValueError(f"{name} must be an integer >= 0; got {value!r}")
+    if isinstance(extend_points, bool) or not isinstance(extend_points, (int, np.integer)) or extend_points < 1:
+        raise ValueError(f"extend_points must be an integer >= 1; got {extend_points!r}")
+    grid = _resolve_grid(grid, X, template)
+    inputs = normalization_inputs(X, normalization_inputs_from, max_inputs=max_inputs, random_state=random_state)
+    problem = _Problem(
+        X=X, y=jnp.asarray(y_pm), template=template, approximation=approximation, determinant=determinant,
+        normalization=normalization, n_samples=int(n_samples), inputs=inputs, random_state=random_state,
+    )
+    if method == "cv":
+        return _select_by_cv(problem, grid, classes, cv, random_state, progress)
+    return _select_by_evidence(problem, grid, classes, refine, refine_rounds, max_extensions, extend_points,
+                               on_edge, progress)
+
+
+def _select_by_evidence(problem, grid, classes, refine, refine_rounds, max_extensions, extend_points, on_edge,
+                        progress) -> EvidenceSurface:
+    surface = _evaluate(problem, grid, progress)
+    extensions = []
+    for _ in range(max_extensions):
+        edges = _edge_axes(_argmax(surface.total), grid)
+        if not edges:
+            break
+        warnings.warn(
+            f"the evidence optimum is on the grid edge ({', '.join(f'{a} {s}' for a, s in edges)}); "
+            f"extending the grid by {extend_points} point(s) there",
+            GridEdgeWarning,
+            stacklevel=3,
+        )
+        for name, side in edges:
+            grid, surface = _extend(problem, grid, surface, name, side, extend_points, progress)
+            extensions.append((name, side))
+    index = _argmax(surface.total)
+    at_edge = tuple(name for name, _ in _edge_axes(index, grid))
+    if at_edge:
+        message = (
+            f"the evidence optimum is still on the grid edge along {', '.join(at_edge)} after {len(extensions)} "
+            "extension(s): the maximum may lie outside the grid, or the evidence may run away there (the "
+            "Laplace-style form is far too optimistic at large amplitude and short length scale, DESIGN.md 2c)"
+        )
+        if on_edge == "raise":
+            raise ValueError(message + "; widen the grid or fix those hyperparameters")
+        warnings.warn(message, GridEdgeWarning, stacklevel=3)
+    point = {name: float(axis[i]) for name, axis, i in zip(AXES, grid.axes, index)}
+    value = float(surface.total[index])
+    history = []
+    if refine:
+        point, value, history = _refine(problem, grid, point, value, refine_rounds)
+    fit = problem.map_svm(point["shape"], point["offset_ratio"], point["C_k0"], point["C"], classes)
+    evidence = _evidence_at(problem, point, fit)
+    if evidence.n_marginal > _LAPLACE_MARGINAL_SHARE * problem.n:
+        warnings.warn(
+            f"at the selected hyperparameters {evidence.n_marginal} of {problem.n} points are marginal: the "
+            "Laplace-style evidence is far too optimistic there (DESIGN.md 2c); check the choice against "
+            "method='cv' or a sampled evidence",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return EvidenceSurface(
+        method="evidence", kernel_name=problem.template.name, shape_name=_shape_name(problem.template), grid=grid,
+        index=index, best=_hyperparameters(problem, point), best_value=evidence.total, best_se=evidence.total_se,
+        best_kernel=fit.kernel, naive=surface.naive, naive_se=surface.naive_se,
+        log_normalization=surface.log_normalization, log_normalization_se=surface.log_normalization_se,
+        normalization_ess=surface.normalization_ess, n_marginal=surface.n_marginal, evidence=evidence,
+        approximation=problem.approximation, normalization=problem.normalization, refinement=tuple(history),
+        extensions=tuple(extensions), at_edge=at_edge,
+    )
+
+
+def _extend(problem, grid: Grid, surface: _Surface, name: str, side: str, points: int, progress):
+    """Extend one axis and evaluate only the new slab of the surface."""
+    axis_number = AXES.index(name)
+    old = getattr(grid, name)
+    new_axis = _extended(old, side, points)
+    new_values = new_axis[:points] if side == "low" else new_axis[-points:]
+    slab = _evaluate(problem, grid.replace(**{name: new_values}), progress)
+    parts = (slab, surface) if side == "low" else (surface, slab)
+    merged = _Surface(*(np.concatenate([p[f] for p in parts], axis=axis_number) for f in range(len(_Surface._fields))))
+    return grid.replace(**{name: new_axis}), merged
+
+
+def _refine(problem, grid: Grid, point: dict, value: float, rounds: int):
+    """Shrinking derivative-free pattern search in log coordinates around ``point`` (module docstring)."""
+    steps = {}
+    for name, axis in zip(AXES, grid.axes):
+        if axis.size > 1:
+            steps[name] = 0.5 * float(np.mean(np.diff(np.log(axis))))
+    history = []
+    for _ in range(rounds):
+        if not steps:
+            break
+        candidates = {
+            name: (np.exp(np.log(point[name]) + np.array([-1.0, 0.0, 1.0]) * steps[name]) if name in steps
+                   else np.array([point[name]]))
+            for name in AXES
+        }
+        local = Grid(**candidates)
+        surface = _evaluate(problem, local, None)
+        index = _argmax(surface.total)
+        if surface.total[index] > value:
+            point = {name: float(axis[i]) for name, axis, i in zip(AXES, local.axes, index)}
+            value = float(surface.total[index])
+        history.append({**point, "total": value})
+        steps = {name: 0.5 * h for name, h in steps.items()}
+    return point, value, history
+
+
+def _evidence_at(problem: _Problem, point: dict, fit: MapSVM) -> Evidence:
+    block = problem.block(point["shape"], point["offset_ratio"], [point["C_k0"]], np.array([point["C"]]))
+    terms = None if block.terms is None else NaiveEvidenceTerms(*(np.asarray(t)[0, 0] for t in block.terms))
+    norm = NormalizationEstimate(*(np.asarray(v)[0, 0] for v in block.normalization))
+    naive, naive_se = float(block.naive[0, 0]), float(block.naive_se[0, 0])
+    return Evidence(
+        total=naive - float(norm.value),
+        total_se=float(np.hypot(naive_se, norm.se)),
+        naive=naive,
+        naive_se=naive_se,
+        terms=terms,
+        log_normalization=float(norm.value),
+        log_normalization_se=float(norm.se),
+        normalization_ess=float(norm.ess),
+        n_marginal=int(fit.marginal.sum()),
+        approximation=problem.approximation,
+        determinant=problem.determinant,
+        normalization=problem.normalization,
+        fit=fit,
+    )
+
+
+def _hyperparameters(problem: _Problem, point: dict) -> dict:
+    amplitude = point["C_k0"] / point["C"]
+    out = {"C": point["C"], "amplitude": amplitude, "offset": point["offset_ratio"] * amplitude,
+           "C_k0": point["C_k0"], "offset_ratio": point["offset_ratio"]}
+    name = _shape_name(problem.template)
+    if name is not None:
+        out[name] = point["shape"]
+    return out
+
+
+# ---------------------------------------------------------------------------
+# cross-validation on the same grid
+
+
+def _cv_errors(problem: _Problem, grid: Grid, folds, progress) -> np.ndarray:
+    """Stratified k-fold misclassification rate over (shape, offset ratio, C k0)."""
+    errors = np.zeros(grid.shape_of_surface[:3])
+    y = np.asarray(problem.y)
+    blocks = list(itertools.product(enumerate(grid.shape), enumerate(grid.offset_ratio)))
+    total = len(blocks) * len(folds)
+    done = 0
+    for (i, shape), (j, ratio) in blocks:
+        Kt = problem.base(float(shape)) + ratio
+        for train, test in folds:
+            K_train = Kt[np.ix_(train, train)]
+            batch = solve_dual_batch(
+                jnp.broadcast_to(K_train, (grid.C_k0.size, *K_train.shape)), y[train], jnp.asarray(grid.C_k0)
+            )
+            theta = np.asarray(Kt[np.ix_(test, train)] @ (batch.alpha * y[train]).T)  # (n_test, nP)
+            predicted = np.where(theta >= 0, 1.0, -1.0)
+            errors[i, j] += np.sum(predicted != y[test][:, None], axis=0)
+            done += 1
+            if progress is not None:
+                progress(done, total)
+    return errors / problem.n
+
+
+def _select_by_cv(problem, grid: Grid, classes, cv, random_state, progress) -> EvidenceSurface:
+    grid = grid.replace(C=np.array([1.0]))
+    splitter = StratifiedKFold(n_splits=cv, shuffle=True, random_state=random_state)
+    folds = list(splitter.split(problem.X, np.asarray(problem.y)))
+    error = _cv_errors(problem, grid, folds, progress)
+    index = (*_argmax(-error), 0)
+    at_edge = tuple(name for name, _ in _edge_axes(index, grid))
+    if at_edge:
+        warnings.warn(
+            f"the cross-validation optimum is on the grid edge along {', '.join(at_edge)}; widen the grid",
+            GridEdgeWarning,
+            stacklevel=3,
+        )
+    point = {name: float(axis[i]) for name, axis, i in zip(AXES, grid.axes, index)}
+    best = _hyperparameters(problem, point)
+    return EvidenceSurface(
+        method="cv", kernel_name=problem.template.name, shape_name=_shape_name(problem.template), grid=grid,
+        index=index, best=best, best_value=-float(error[index[:3]]), best_se=float("nan"),
+        best_kernel=problem.kernel(point["shape"], best["amplitude"], best["offset"]),
+        cv_error=error[..., None], at_edge=at_edge,
+    )

@@ -1,0 +1,128 @@
+"""The `bayesvm` command: demo, select on a CSV, JSON/plot output, one-line errors."""
+
+import json
+import shutil
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+from bayesvm.cli import main
+
+SMALL = ["--n-samples", "200", "--no-refine"]
+
+
+def write_csv(path, X, y, names=None, target="label"):
+    names = names or [f"x{j}" for j in range(X.shape[1])]
+    lines = [",".join([*names, target])]
+    lines += [",".join([*(repr(float(v)) for v in row), str(label)]) for row, label in zip(X, y)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def toy():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(40, 2))
+    y = np.where(X[:, 0] - 0.3 * X[:, 1] + 0.4 * rng.normal(size=40) > 0, "spam", "ham")
+    return X, y
+
+
+def test_select_csv_prints_table_and_writes_json_and_plot(tmp_path, toy, capsys):
+    X, y = toy
+    data = write_csv(tmp_path / "toy.csv", X, y)
+    out_json, out_png = tmp_path / "result.json", tmp_path / "evidence.png"
+    code = main(["select", str(data), "--target", "label", "--json", str(out_json), "--plot", str(out_png),
+                 "--cv", "--folds", "4", *SMALL])
+    assert code == 0
+    printed = capsys.readouterr().out
+    for text in ("selected hyperparameters", "ln P(D)", "length_scale", "training set", "4-fold CV error"):
+        assert text in printed
+    payload = json.loads(out_json.read_text())
+    best = payload["evidence"]["best"]
+    assert best["amplitude"] * best["C"] == pytest.approx(best["C_k0"])
+    assert payload["n"] == 40 and payload["cv"]["method"] == "cv"
+    total = np.array(payload["evidence"]["total"], dtype=float)
+    assert np.nanmax(total) <= payload["evidence"]["best_value"] + 1e-9 or payload["evidence"]["refinement"]
+    assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    "content, args, message",
+    [
+        (None, ["missing.csv", "--target", "label"], "file not found"),
+        ("a,b,label\n1,2,x\n3,4,y\n", ["--target", "nope"], "column 'nope' not found"),
+        ("a,b,label\n1,two,x\n3,4,y\n", ["--target", "label"], "not numeric"),
+        ("a,b,label\n1,nan,x\n3,4,y\n", ["--target", "label"], "missing, NaN"),
+        ("a,b,label\n1,,x\n3,4,y\n", ["--target", "label"], "missing, NaN"),
+        ("a,b,label\n1,2,x\n3,4,x\n", ["--target", "label"], "1 class"),
+        ("a,b,label\n1,2,x\n3,4,y\n5,6,z\n", ["--target", "label"], "3 class"),
+        ("a,b,label\n1,2,x\n3,4,y\n", [], "--target COLUMN is required"),
+    ],
+)
+def test_bad_input_gives_one_line_error(tmp_path, capsys, content, args, message):
+    argv = ["select"]
+    if content is not None:
+        path = tmp_path / "data.csv"
+        path.write_text(content)
+        argv.append(str(path))
+    else:
+        argv.append(str(tmp_path / args[0]))
+        args = args[1:]
+    assert main([*argv, *args]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("bayesvm: error:") and message in lines[0]
+    assert "Traceback" not in captured.err
+
+
+def test_demo_prints_evidence_and_error_bar_table(capsys):
+    assert main(["demo", "--n-test", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "ln P(D)" in out and "P_avg" in out and "error bar" in out
+    rows = [line for line in out.splitlines() if line.strip().startswith(("+1", "-1")) and "[" in line]
+    assert len(rows) == 5
+    for row in rows:
+        true, theta, sigma, p_map, p_avg = (float(v) for v in row.split()[:5])
+        lower, upper = (float(v) for v in row.split("[")[1].rstrip("]").split(","))
+        assert sigma >= 0 and lower <= p_map <= upper
+        assert (p_map >= 0.5) == (theta >= 0) == (p_avg >= 0.5)
+
+
+def test_console_script_runs_as_a_subprocess(tmp_path, toy):
+    X, y = toy
+    data = write_csv(tmp_path / "toy.csv", X, y)
+    exe = shutil.which("bayesvm")
+    command = [exe] if exe else [sys.executable, "-c", "import sys; from bayesvm.cli import main; sys.exit(main())"]
+    done = subprocess.run([*command, "select", str(data), "--target", "nope"], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 2
+    assert done.stderr.strip().startswith("bayesvm: error: column 'nope' not found")
+    usage = subprocess.run([*command, "--help"], capture_output=True, text=True, timeout=300)
+    assert usage.returncode == 0 and "select" in usage.stdout
+
+
+def test_compare_csv_prints_table_and_writes_json_and_plot(tmp_path, toy, capsys):
+    X, y = toy
+    data = write_csv(tmp_path / "toy.csv", X, y)
+    out_json, out_png = tmp_path / "compare.json", tmp_path / "reliability.png"
+    code = main(["compare", str(data), "--target", "label", "--splits", "2", "--C", "2",
+                 "--json", str(out_json), "--plot", str(out_png)])
+    assert code == 0
+    printed = capsys.readouterr().out.lower()
+    for method in ("platt scaling", "isotonic", "bayesian svm, map plug-in", "bayesian svm, averaged"):
+        assert method in printed
+    payload = json.loads(out_json.read_text())
+    assert payload["source"].startswith(str(data))
+    assert out_png.stat().st_size > 10_000
+
+
+def test_compare_bad_input_gives_one_line_error(tmp_path, toy, capsys):
+    X, y = toy
+    data = write_csv(tmp_path / "toy.csv", X, y)
+    assert main(["compare", str(data), "--target", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bayesvm: error:") and "column 'nope' not found" in err and len(err.splitlines()) == 1

@@ -1,0 +1,203 @@
+"""Evidence-based hyperparameter selection: the C-line rescaling, the surface, grid edges, CV."""
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.model_selection import StratifiedKFold
+
+import bayesvm  # noqa: F401  (float64)
+from bayesvm.evidence import log_evidence
+from bayesvm.kernels import RBF
+from bayesvm.selection import Grid, GridEdgeWarning, default_grid, select_hyperparameters
+from bayesvm.solver import fit_map
+
+SETTINGS = dict(n_samples=400, max_inputs=60, random_state=3)
+GRID = {"length_scale": [0.7, 1.5, 3.0], "C_k0": [0.3, 3.0, 30.0], "C": [0.3, 1.0, 3.0], "offset_ratio": [1.0]}
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(48, 2))
+    y = np.where(X[:, 0] + 0.5 * np.sin(2 * X[:, 1]) + 0.4 * rng.normal(size=48) > 0, "yes", "no")
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def surface(data):
+    X, y = data
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GridEdgeWarning)
+        return select_hyperparameters(X, y, grid=GRID, refine=False, max_extensions=0, **SETTINGS)
+
+
+def test_c_line_rescaling_matches_direct_evidence(data, surface):
+    """Every (C k0, C) cell equals log_evidence at C, k0 = C k0 / C from its own fit_map solve."""
+    X, y = data
+    g = surface.grid
+    for i, j, k, c in [(0, 0, 0, 0), (1, 0, 1, 2), (2, 0, 2, 1), (1, 0, 2, 0)]:
+        P, C = g.C_k0[k], g.C[c]
+        kernel = RBF(length_scale=g.shape[i], amplitude=P / C, offset=g.offset_ratio[j] * P / C)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            direct = log_evidence(X, y, C=C, kernel=kernel, **SETTINGS)
+        np.testing.assert_allclose(surface.naive[i, j, k, c], direct.naive, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(surface.log_normalization[i, j, k, c], direct.log_normalization, rtol=1e-9)
+        np.testing.assert_allclose(surface.total[i, j, k, c], direct.total, rtol=1e-6, atol=1e-6)
+        assert surface.n_marginal[i, j, k, c] == direct.n_marginal
+
+
+def test_selected_fit_is_rescaled_alpha_of_direct_fit(data, surface):
+    X, y = data
+    best = surface.best
+    direct = fit_map(X, y, C=best["C"], kernel=surface.best_kernel)
+    fit = surface.evidence.fit
+    np.testing.assert_allclose(fit.alpha, direct.alpha, atol=1e-7 * best["C"])
+    np.testing.assert_allclose(fit.theta, direct.theta, atol=1e-7)
+    np.testing.assert_array_equal(fit.marginal, direct.marginal)
+    np.testing.assert_allclose(best["amplitude"] * best["C"], best["C_k0"], rtol=1e-12)
+    np.testing.assert_allclose(best["offset"], best["offset_ratio"] * best["amplitude"], rtol=1e-12)
+
+
+def test_argmax_is_max_of_stored_surface(surface):
+    total = surface.total
+    assert surface.best_value == pytest.approx(np.nanmax(total), abs=1e-9)
+    assert total[surface.index] == np.nanmax(total)
+    for name, axis, i in zip(("length_scale", "offset_ratio", "C_k0", "C"), surface.grid.axes, surface.index):
+        assert surface.best[name] == axis[i]
+    np.testing.assert_allclose(surface.total_se, np.hypot(surface.naive_se, surface.log_normalization_se))
+
+
+def test_refinement_never_worse_and_stays_near_grid_optimum(data, surface):
+    X, y = data
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GridEdgeWarning)
+        refined = select_hyperparameters(X, y, grid=GRID, refine=True, max_extensions=0, **SETTINGS)
+    assert refined.best_value >= surface.best_value - 1e-9
+    for name, axis, i in zip(("length_scale", "C_k0", "C"), (GRID["length_scale"], GRID["C_k0"], GRID["C"]),
+                             (surface.index[0], surface.index[2], surface.index[3])):
+        ratio = refined.best[name] / axis[i]
+        spacing = axis[1] / axis[0]
+        # two rounds of steps of 1/2 and 1/4 of the grid spacing: within 3/4 of a spacing of the grid optimum
+        assert spacing**-0.75 * 0.999 <= ratio <= spacing**0.75 * 1.001
+    # the reported value is the evidence recomputed at the refined point by an independent fit
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        direct = log_evidence(X, y, C=refined.best_C, kernel=refined.best_kernel, **SETTINGS)
+    assert refined.best_value == pytest.approx(direct.total, abs=1e-6)
+
+
+def test_grid_edge_optimum_warns_and_extends(data):
+    X, y = data
+    grid = {"length_scale": [1.5], "C_k0": [1e-3, 2e-3], "C": [1.0], "offset_ratio": [1.0]}
+    with pytest.warns(GridEdgeWarning, match="edge"):
+        result = select_hyperparameters(X, y, grid=grid, refine=False, max_extensions=2, extend_points=2, **SETTINGS)
+    assert ("C_k0", "high") in result.extensions
+    np.testing.assert_allclose(result.grid.C_k0, 1e-3 * 2.0 ** np.arange(6))
+    # extension evaluated only the new slab: it agrees with a fresh evaluation on the final grid
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GridEdgeWarning)
+        fresh = select_hyperparameters(
+            X, y, grid={**grid, "C_k0": result.grid.C_k0}, refine=False, max_extensions=0, **SETTINGS
+        )
+    np.testing.assert_allclose(result.total, fresh.total, rtol=1e-10)
+    assert result.at_edge == ("C_k0",)  # still running up after two extensions: recorded, not silent
+    with pytest.raises(ValueError, match="grid edge"):
+        select_hyperparameters(X, y, grid=grid, refine=False, max_extensions=0, on_edge="raise", **SETTINGS)
+
+
+def test_cv_method_matches_hand_rolled_stratified_kfold(data):
+    X, y = data
+    grid = {"length_scale": [0.7, 2.0], "C_k0": [0.5, 5.0, 50.0]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GridEdgeWarning)
+        result = select_hyperparameters(X, y, grid=grid, method="cv", cv=4, random_state=7)
+    folds = list(StratifiedKFold(n_splits=4, shuffle=True, random_state=7).split(X, y))
+    expected = np.zeros((2, 3))
+    for i, length_scale in enumerate(grid["length_scale"]):
+        for k, P in enumerate(grid["C_k0"]):
+            wrong = 0
+            for train, test in folds:
+                fit = fit_map(X[train], y[train], C=1.0, kernel=RBF(length_scale=length_scale, amplitude=P, offset=P))
+                wrong += np.sum(fit.predict(X[test]) != y[test])
+            expected[i, k] = wrong / len(y)
+    np.testing.assert_allclose(result.cv_error[:, 0, :, 0], expected)
+    assert -result.best_value == expected.min()
+    i, k = np.unravel_index(np.argmin(expected), expected.shape)
+    assert (result.best["length_scale"], result.best["C_k0"]) == (grid["length_scale"][i], grid["C_k0"][k])
+
+
+def test_surface_serialises_and_plots(surface):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    payload = json.loads(json.dumps(surface.to_dict()))
+    assert payload["best"]["C"] == surface.best_C
+    assert np.array(payload["total"], dtype=float).shape == surface.total.shape
+    assert payload["evidence"]["total"] == pytest.approx(surface.best_value)
+    assert isinstance(surface.plot_curve(), Figure)
+    assert isinstance(surface.plot_heatmap(), Figure)
+
+
+def test_default_grid_follows_the_data():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(150, 3))
+    grid = default_grid(X)
+    d = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))[np.triu_indices(150, 1)]
+    assert grid.shape[0] == pytest.approx(0.5 * np.quantile(d, 0.1))
+    assert grid.shape[-1] == pytest.approx(2.0 * np.quantile(d, 0.9))
+    assert default_grid(10.0 * X).shape == pytest.approx(10.0 * grid.shape)
+    assert len(default_grid(X[:30]).C_k0) < len(grid.C_k0)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"method": "loo"}, "method"),
+        ({"grid": {"width": [1.0]}}, "unknown grid axes"),
+        ({"grid": {"C": [1.0, -2.0]}}, "C"),
+        ({"approximation": "ep-ish"}, "approximation"),
+        ({"on_edge": "ignore"}, "on_edge"),
+    ],
+)
+def test_bad_arguments_are_refused(data, kwargs, match):
+    X, y = data
+    with pytest.raises(ValueError, match=match):
+        select_hyperparameters(X, y, **kwargs)
+
+
+def test_grid_rejects_bad_axes():
+    with pytest.raises(ValueError, match="repeated"):
+        Grid(shape=[1.0, 1.0], offset_ratio=[1.0], C_k0=[1.0], C=[1.0])
+    with pytest.raises(ValueError, match="non-empty"):
+        Grid(shape=[1.0], offset_ratio=[], C_k0=[1.0], C=[1.0])
+
+
+def test_linear_kernel_has_no_shape_axis(data):
+    X, y = data
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GridEdgeWarning)
+        result = select_hyperparameters(X, y, kernel="linear", grid={"C_k0": [0.1, 1.0, 10.0], "C": [0.5, 2.0]},
+                                        refine=False, **SETTINGS)
+    assert result.shape_name is None and result.grid.shape.size == 1
+    assert "length_scale" not in result.best
+    assert result.best_value == pytest.approx(np.nanmax(result.total))
+
+
+def test_other_approximations_plug_in_point_by_point(data):
+    """approximation="ep" goes through the generic per-point path and matches log_evidence."""
+    X, y = data
+    grid = {"length_scale": [1.5], "C_k0": [3.0], "C": [0.5, 2.0], "offset_ratio": [1.0]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = select_hyperparameters(X, y, grid=grid, approximation="ep", refine=False, max_extensions=0, **SETTINGS)
+        for c, C in enumerate(grid["C"]):
+            kernel = RBF(length_scale=1.5, amplitude=3.0 / C, offset=3.0 / C)
+            direct = log_evidence(X, y, C=C, kernel=kernel, approximation="ep", **SETTINGS)
+            assert result.naive[0, 0, 0, c] == pytest.approx(direct.naive, abs=1e-6)
+            assert result.total[0, 0, 0, c] == pytest.approx(direct.total, abs=1e-6)
+    assert result.evidence.approximation == "ep" and result.evidence.terms is None
