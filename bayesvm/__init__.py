@@ -10,11 +10,14 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-from . import calibration, datasets, kernels, metrics, model  # noqa: E402
+from . import annealing, calibration, comparison, datasets, ep, kernels, metrics, model  # noqa: E402
+from .comparison import compare_calibration  # noqa: E402
+from .estimator import BayesianSVC  # noqa: E402
 from .evidence import Evidence, log_evidence, log_naive_evidence  # noqa: E402
 from .kernels import RBF, Exponential, Linear, Polynomial, make_kernel  # noqa: E402
 from .normalization import log_normalization  # noqa: E402
 from .posterior import Posterior  # noqa: E402
+from .selection import EvidenceSurface, select_hyperparameters  # noqa: E402
 from .solver import MapSVM, fit_map, solve_dual  # noqa: E402
 
 __version__ = "0.1.0"
@@ -39,6 +42,13 @@ __all__ = [
     "log_normalization",
     "Evidence",
     "Posterior",
+    "select_hyperparameters",
+    "EvidenceSurface",
+    "BayesianSVC",
+    "compare_calibration",
+    "annealing",
+    "comparison",
+    "ep",
 ]
 
 

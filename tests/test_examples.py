@@ -1,0 +1,33 @@
+"""Every example script runs in its quick mode and writes its figures."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+EXAMPLES = {
+    "prior_samples.py": ["prior_samples_grid.png", "prior_samples_1d.png"],
+    "toy_evidence.py": ["toy_evidence.png"],
+}
+
+
+@pytest.mark.parametrize("script", sorted(EXAMPLES))
+def test_example_runs_quick_and_writes_png(script, tmp_path):
+    env = {**os.environ, "BAYESVM_QUICK": "1", "MPLBACKEND": "Agg"}
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / script), "--out", str(tmp_path)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, f"{script} failed:\n{result.stdout}\n{result.stderr}"
+    for name in EXAMPLES[script]:
+        png = tmp_path / name
+        assert png.is_file(), f"{script} did not write {name}"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"{name} is not a PNG"
