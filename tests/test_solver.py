@@ -181,19 +181,22 @@ def test_bad_kernel_gives_clear_error():
 def test_numerically_singular_gram_matrices_still_converge():
     """1-D inputs much denser than the length scale: cond(K) ~ 1e300, near-duplicate points.
 
-    A primal-dual active-set polish cycles here (the unconstrained free-set
-    solution lies far outside the box); the monotone projected Newton polish must not.
+    The first problem is one on which a primal-dual active-set polish alone
+    cycles (its free-set solution lies far outside the box) and coordinate
+    ascent stalls at a KKT violation of 2e-5; the others share its size, so one
+    compilation serves all.
     """
     rng = np.random.default_rng(0)
-    failures = []
-    for trial in range(12):
+    for _ in range(11):  # the stream up to the problem that failed
         n = int(rng.integers(40, 120))
-        X = rng.uniform(0, 1, (n, 1))
-        y = np.where(rng.uniform(size=n) > 0.5, 1, -1)
-        C = float(rng.choice([0.25, 1.0, 2.0, 8.0]))
+        rng.uniform(0, 1, (n, 1)), rng.uniform(size=n), rng.choice([0.25, 1.0, 2.0, 8.0])
+    n = int(rng.integers(40, 120))
+    problems = [(rng.uniform(0, 1, (n, 1)), np.where(rng.uniform(size=n) > 0.5, 1, -1), float(rng.choice([0.25, 1.0, 2.0, 8.0])))]
+    for C in (0.25, 2.0, 8.0):
+        problems.append((rng.uniform(0, 1, (n, 1)), np.where(rng.uniform(size=n) > 0.5, 1, -1), C))
+    assert problems[0][2] == 0.25 and n == 102
+    for X, y, C in problems:
         kernel = RBF(0.1, 2.0 / C, 0.0)
         fit = fit_map(X, y, C=C, kernel=kernel)
-        violation = _numpy_kkt(np.asarray(gram_matrix(kernel, X)), fit.y, C, fit.alpha)
-        if not (fit.converged and violation <= 1e-8):
-            failures.append((trial, n, C, violation))
-    assert not failures
+        assert fit.converged
+        assert _numpy_kkt(np.asarray(gram_matrix(kernel, X)), fit.y, C, fit.alpha) <= 1e-8
