@@ -31,7 +31,7 @@ from sklearn.isotonic import IsotonicRegression
 from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_labels
+from ._validation import check_labels, check_vector
 
 __all__ = [
     "PlattScaler",
@@ -52,20 +52,7 @@ __all__ = [
 
 def check_scores(scores, *, name: str = "scores") -> np.ndarray:
     """A finite, non-empty 1-D float64 array of decision values (an (n, 1) column is accepted)."""
-    try:
-        arr = np.asarray(scores, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"{name} must be a numeric 1-D array of decision values: {err}") from None
-    if arr.ndim == 2 and arr.shape[1] == 1:
-        arr = arr.ravel()
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D (one decision value per sample); got shape {arr.shape}")
-    if arr.shape[0] == 0:
-        raise ValueError(f"{name} is empty; at least one decision value is needed")
-    if not np.all(np.isfinite(arr)):
-        bad = int(np.sum(~np.isfinite(arr)))
-        raise ValueError(f"{name} contains {bad} NaN or infinite value(s); only finite decision values are accepted")
-    return arr
+    return check_vector(scores, name=name, what="decision value")
 
 
 def _check_training_pair(scores, y) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

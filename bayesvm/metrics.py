@@ -14,7 +14,7 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
-from ._validation import check_labels
+from ._validation import check_labels, check_vector
 from .calibration import bin_edges, bin_index, check_n_bins
 
 __all__ = [
@@ -42,18 +42,7 @@ def _positive_indicator(y) -> tuple[np.ndarray, object]:
 
 def _check_probabilities(p, n_labels: int) -> np.ndarray:
     """A finite 1-D float64 array of probabilities in [0, 1], one per label."""
-    try:
-        arr = np.asarray(p, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"p must be a numeric 1-D array of probabilities: {err}") from None
-    if arr.ndim == 2 and arr.shape[1] == 1:
-        arr = arr.ravel()
-    if arr.ndim != 1:
-        raise ValueError(f"p must be 1-D (one probability of the positive class per sample); got shape {arr.shape}")
-    if arr.shape[0] != n_labels:
-        raise ValueError(f"y has {n_labels} labels but p has {arr.shape[0]} probabilities; they must match")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError("p contains NaN or infinite values; probabilities must be finite numbers in [0, 1]")
+    arr = check_vector(p, name="p", what="probability", n=n_labels)
     if arr.min() < 0.0 or arr.max() > 1.0:
         raise ValueError(f"p must lie in [0, 1]; got values in [{arr.min()}, {arr.max()}]")
     return arr
