@@ -36,12 +36,13 @@ def check_inputs(X, *, name: str = "X", n_features: int | None = None) -> np.nda
     return arr
 
 
-def check_vector(values, *, name: str, what: str, n: int | None = None) -> np.ndarray:
+def check_vector(values, *, name: str, what: str, plural: str | None = None, n: int | None = None) -> np.ndarray:
     """A finite 1-D float64 array, one ``what`` per sample (an (n, 1) column is accepted).
 
     ``n``: the required length (a mismatch names the labels it must match).
-    Messages use the plural ``what + "s"`` (so ``what`` is a singular noun).
+    ``plural`` is the plural of ``what`` for messages (default ``what + "s"``).
     """
+    plural = plural or f"{what}s"
     try:
         arr = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError) as err:
@@ -51,12 +52,12 @@ def check_vector(values, *, name: str, what: str, n: int | None = None) -> np.nd
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D (one {what} per sample); got shape {arr.shape}")
     if n is not None and arr.shape[0] != n:
-        raise ValueError(f"y has {n} labels but {name} has {arr.shape[0]} {what}s; they must match")
+        raise ValueError(f"y has {n} labels but {name} has {arr.shape[0]} {plural}; they must match")
     if arr.shape[0] == 0:
         raise ValueError(f"{name} is empty; at least one {what} is needed")
     if not np.all(np.isfinite(arr)):
         bad = int(np.sum(~np.isfinite(arr)))
-        raise ValueError(f"{name} contains {bad} NaN or infinite value(s); only finite {what}s are accepted")
+        raise ValueError(f"{name} contains {bad} NaN or infinite value(s); only finite {plural} are accepted")
     return arr
 
 

@@ -42,7 +42,7 @@ def _positive_indicator(y) -> tuple[np.ndarray, object]:
 
 def _check_probabilities(p, n_labels: int) -> np.ndarray:
     """A finite 1-D float64 array of probabilities in [0, 1], one per label."""
-    arr = check_vector(p, name="p", what="probability", n=n_labels)
+    arr = check_vector(p, name="p", what="probability", plural="probabilities", n=n_labels)
     if arr.min() < 0.0 or arr.max() > 1.0:
         raise ValueError(f"p must lie in [0, 1]; got values in [{arr.min()}, {arr.max()}]")
     return arr
