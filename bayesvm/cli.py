@@ -134,9 +134,11 @@ def run_demo(args) -> int:
     hp = _DEMO_HYPERPARAMETERS
     kernel = RBF(length_scale=hp["length_scale"], amplitude=hp["amplitude"], offset=hp["offset"])
     started = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         evidence = log_evidence(X_train, y_train, C=hp["C"], kernel=kernel)
+    for warning in _unique_messages(caught):
+        print(f"warning: {warning}", file=sys.stderr)
     posterior = Posterior.from_fit(evidence.fit)
     bars = posterior.error_bars(X_test)
     p_map = posterior.predict_proba(X_test, method="map")
@@ -153,7 +155,8 @@ def run_demo(args) -> int:
     for i in range(len(y_test)):
         print(f"  {int(y_test[i]):>+5d} {bars.theta[i]:>8.3f} {bars.sigma[i]:>7.3f} {p_map[i]:>7.3f} {p_avg[i]:>7.3f}"
               f"   [{bars.p_lower[i]:.3f}, {bars.p_upper[i]:.3f}]")
-    print(f"\n({elapsed:.1f} s; choose the hyperparameters by evidence with `bayesvm select --demo`)")
+    print(f"\n({elapsed:.1f} s; the naive evidence is Sollich's Laplace-style form and ln N(D) plain prior "
+          "sampling: see the effective sample size above, and log_evidence(approximation='ep') for a check)")
     return 0
 
 
