@@ -4,7 +4,6 @@ import json
 import shutil
 import subprocess
 import sys
-import warnings
 
 import numpy as np
 import pytest
