@@ -125,7 +125,6 @@ def run_demo(args) -> int:
     from .datasets import load_dataset
     from .evidence import log_evidence
     from .kernels import RBF
-    from .posterior import Posterior
 
     data = load_dataset(_DEMO_DATASET)
     X_train, X_test, y_train, y_test = train_test_split(
@@ -139,7 +138,7 @@ def run_demo(args) -> int:
         evidence = log_evidence(X_train, y_train, C=hp["C"], kernel=kernel)
     for warning in _unique_messages(caught):
         print(f"warning: {warning}", file=sys.stderr)
-    posterior = Posterior.from_fit(evidence.fit)
+    posterior = evidence.posterior
     bars = posterior.error_bars(X_test)
     p_map = posterior.predict_proba(X_test, method="map")
     p_avg = posterior.predict_proba(X_test, method="averaged")

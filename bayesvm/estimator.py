@@ -19,7 +19,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .evidence import log_evidence
-from .posterior import PROBABILITY_METHODS, ErrorBars, Posterior
+from .posterior import PROBABILITY_METHODS, ErrorBars
 from .selection import SHAPE_PARAMETERS, _kernel_template, select_hyperparameters
 
 __all__ = ["BayesianSVC"]
@@ -163,7 +163,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     def _set_fitted(self, shape_name) -> None:
         fit = self.evidence_.fit
         self.fit_ = fit
-        self.posterior_ = Posterior.from_fit(fit)
+        self.posterior_ = self.evidence_.posterior
         self.kernel_ = fit.kernel
         self.C_ = float(fit.C)
         self.amplitude_ = float(fit.kernel.amplitude)

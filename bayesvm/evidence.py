@@ -20,7 +20,9 @@ Approximations of ln Q(D):
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
@@ -29,11 +31,12 @@ from . import _linalg
 from .annealing import annealed_log_naive_evidence
 from .ep import ep_log_evidence
 from .kernels import Kernel, gram_matrix
-from .laplace import DETERMINANTS, NaiveEvidenceTerms, laplace_factor, laplace_log_naive_evidence
+from .laplace import DETERMINANTS, LaplaceFactor, NaiveEvidenceTerms, laplace_factor, laplace_log_naive_evidence
 from .normalization import NormalizationEstimate, log_normalization, normalization_inputs
+from .posterior import Posterior
 from .solver import MapSVM, fit_map
 
-__all__ = ["APPROXIMATIONS", "Evidence", "log_evidence", "log_naive_evidence", "naive_evidence"]
+__all__ = ["APPROXIMATIONS", "Evidence", "NaiveEvidence", "log_evidence", "log_naive_evidence", "naive_evidence"]
 
 APPROXIMATIONS = ("laplace", "ep", "sampled")
 #: Laplace-style evidence is flagged when more than this share of the points is marginal (DESIGN.md 2c)
@@ -55,6 +58,8 @@ class Evidence:
     n_marginal : size of the marginal set at the MAP solution.
     approximation, determinant : how ln Q(D) was computed.
     fit : the MAP SVM.
+    posterior : Sollich's Gaussian posterior around the fit, built on first
+        use; it reuses the Laplace factor of the evidence when there is one.
     """
 
     total: float
@@ -70,6 +75,13 @@ class Evidence:
     determinant: str
     normalization: str
     fit: MapSVM
+    _factor: LaplaceFactor | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def posterior(self) -> Posterior:
+        if self._factor is None:
+            return Posterior.from_fit(self.fit)
+        return Posterior(fit=self.fit, factor=self._factor)
 
     @property
     def n(self) -> int:
@@ -96,32 +108,48 @@ class Evidence:
         return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
 
 
-def log_naive_evidence(fit: MapSVM, *, determinant: str = "regularized") -> NaiveEvidenceTerms:
-    """Sollich's Laplace-style ln Q(D) for a fitted MAP SVM (see :mod:`bayesvm.laplace`)."""
+class NaiveEvidence(NamedTuple):
+    """ln Q(D) by one approximation: value, standard error (0 unless sampled),
+    the Laplace terms and factor (None for the other approximations)."""
+
+    value: float
+    se: float
+    terms: NaiveEvidenceTerms | None
+    factor: LaplaceFactor | None
+
+
+def _laplace_naive_evidence(fit: MapSVM, determinant: str) -> tuple[NaiveEvidenceTerms, LaplaceFactor]:
     if determinant not in DETERMINANTS:
         raise ValueError(f"determinant must be one of {DETERMINANTS}; got {determinant!r}")
     K = gram_matrix(fit.kernel, jnp.asarray(fit.X))
     size = _linalg.buffer_size(int(fit.marginal.sum()), fit.X.shape[0])
     factor = laplace_factor(K, fit.solution, fit.C, size)
     terms = laplace_log_naive_evidence(K, jnp.asarray(fit.y), fit.C, fit.solution, factor, determinant)
-    return NaiveEvidenceTerms(*(np.asarray(t) for t in terms))
+    return NaiveEvidenceTerms(*(np.asarray(t) for t in terms)), factor
 
 
-def naive_evidence(fit: MapSVM, approximation: str = "laplace", *, determinant: str = "regularized", random_state=0):
-    """ln Q(D) for a fitted MAP SVM: ``(value, standard error, Laplace terms or None)``."""
+def log_naive_evidence(fit: MapSVM, *, determinant: str = "regularized") -> NaiveEvidenceTerms:
+    """Sollich's Laplace-style ln Q(D) for a fitted MAP SVM (see :mod:`bayesvm.laplace`)."""
+    return _laplace_naive_evidence(fit, determinant)[0]
+
+
+def naive_evidence(
+    fit: MapSVM, approximation: str = "laplace", *, determinant: str = "regularized", random_state=0
+) -> NaiveEvidence:
+    """ln Q(D) for a fitted MAP SVM by the named approximation."""
     if approximation not in APPROXIMATIONS:
         raise ValueError(f"approximation must be one of {APPROXIMATIONS}; got {approximation!r}")
     if approximation == "laplace":
-        terms = log_naive_evidence(fit, determinant=determinant)
-        return float(terms.value), 0.0, terms
+        terms, factor = _laplace_naive_evidence(fit, determinant)
+        return NaiveEvidence(float(terms.value), 0.0, terms, factor)
     K = gram_matrix(fit.kernel, jnp.asarray(fit.X))
     if approximation == "ep":
         result = ep_log_evidence(K, jnp.asarray(fit.y), fit.C)
         if not bool(result.converged):
             warnings.warn("EP for ln Q(D) did not converge; the value is unreliable", RuntimeWarning, stacklevel=2)
-        return float(result.log_z), 0.0, None
+        return NaiveEvidence(float(result.log_z), 0.0, None, None)
     result = annealed_log_naive_evidence(K, fit.y, fit.C, key=random_state)
-    return float(result.value), float(result.se), None
+    return NaiveEvidence(float(result.value), float(result.se), None, None)
 
 
 def log_evidence(
@@ -163,7 +191,7 @@ def log_evidence(
     if determinant not in DETERMINANTS:
         raise ValueError(f"determinant must be one of {DETERMINANTS}; got {determinant!r}")
     fit = fit_map(X, y, C=C, kernel=kernel)
-    naive, naive_se, terms = naive_evidence(fit, approximation, determinant=determinant, random_state=random_state)
+    naive, naive_se, terms, factor = naive_evidence(fit, approximation, determinant=determinant, random_state=random_state)
     if normalization == "ep":
         inputs = fit.X
     else:
@@ -195,6 +223,7 @@ def log_evidence(
         determinant=determinant,
         normalization=normalization,
         fit=fit,
+        _factor=factor,
     )
 
 

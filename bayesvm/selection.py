@@ -268,7 +268,7 @@ def _pointwise_naive_block(problem: "_Problem", shape, ratio, P, C):
     value, se = np.empty((len(P), len(C))), np.empty((len(P), len(C)))
     for k, c in itertools.product(range(len(P)), range(len(C))):
         fit = problem.map_svm(shape, ratio, P[k], float(C[c]), np.array([-1, 1]))
-        value[k, c], se[k, c], _ = naive_evidence(fit, problem.approximation, determinant=problem.determinant,
+        value[k, c], se[k, c], *_ = naive_evidence(fit, problem.approximation, determinant=problem.determinant,
                                                   random_state=problem.random_state)
     return value, se, None
 
