@@ -22,6 +22,7 @@ import bayesvm  # noqa: F401  (float64)
 from bayesvm.ep import (
     ep_log_evidence,
     ep_log_normalization,
+    ep_log_z_batch,
     ep_predict,
     hinge_tilted_moments,
     nu_tilted_moments,
@@ -359,3 +360,39 @@ def test_nan_input_reports_not_converged():
     result = ep_log_evidence(jnp.asarray(K), jnp.ones(5), 1.0)
     assert not bool(result.converged)
     assert not bool(ep_log_normalization(jnp.asarray(K), 1.0).converged)
+
+
+
+# ---------------------------------------------------------------------------
+# batches over hyperparameters (the selection grid)
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sites", ["labels", "nu"])
+def test_batch_matches_strict_single_runs(sites):
+    X = np.random.default_rng(11).normal(size=(30, 2))
+    y = np.where(X[:, 0] + 0.5 * X[:, 1] ** 2 - 0.5 + 0.3 * np.random.default_rng(12).normal(size=30) > 0, 1.0, -1.0)
+    y = jnp.asarray(y)
+    base = np.asarray(RBF(length_scale=1.2, amplitude=1.0, offset=0.5)(jnp.asarray(X)))
+    scales = np.array([30.0, 3.0, 1.0, 100.0, 0.3])
+    Cs = np.array([0.1, 1.0, 3.0, 1.0, 10.0])
+    batch = ep_log_z_batch(jnp.asarray(base), jnp.asarray(scales), jnp.asarray(Cs), y if sites == "labels" else None,
+                           sites=sites)
+    assert bool(jnp.all(batch.converged))
+    for t, (scale, C) in enumerate(zip(scales, Cs)):
+        K = jnp.asarray(scale * base)
+        # reference: label sites converged on the site parameters; nu sites, whose parameters keep creeping
+        # long after ln Z has settled (docs/ep.md), with ln Z settled to 1e-7 nats
+        if sites == "labels":
+            strict = ep_log_evidence(K, y, C)
+        else:
+            strict = ep_log_normalization(K, C, max_iter=1000, log_z_tol=1e-7)
+        assert bool(strict.converged)
+        # the batch stops once ln Z changes by < 1e-3 nats an iteration; the slow, linear convergence of
+        # the nu sites leaves it up to 0.022 nats short here (measured)
+        assert float(batch.log_z[t]) == pytest.approx(float(strict.log_z), abs=5e-2)
+
+
+def test_batch_rejects_unknown_site_family():
+    with pytest.raises(ValueError, match="sites must be one of"):
+        ep_log_z_batch(jnp.eye(2), jnp.ones(1), jnp.ones(1), jnp.ones(2), sites="probit")
