@@ -154,8 +154,8 @@ def run_demo(args) -> int:
     for i in range(len(y_test)):
         print(f"  {int(y_test[i]):>+5d} {bars.theta[i]:>8.3f} {bars.sigma[i]:>7.3f} {p_map[i]:>7.3f} {p_avg[i]:>7.3f}"
               f"   [{bars.p_lower[i]:.3f}, {bars.p_upper[i]:.3f}]")
-    print(f"\n({elapsed:.1f} s; the naive evidence is Sollich's Laplace-style form and ln N(D) plain prior "
-          "sampling: see the effective sample size above, and log_evidence(approximation='ep') for a check)")
+    print(f"\n({elapsed:.1f} s; ln Q(D) and ln N(D) by expectation propagation; the error bars are Sollich's, "
+          "from the Gaussian posterior around the SVM output)")
     return 0
 
 
@@ -188,7 +188,8 @@ def run_select(args) -> int:
     from .selection import select_hyperparameters
 
     X, y, source = _load_data(args, _DEMO_DATASET)
-    options = dict(kernel=args.kernel, n_samples=args.n_samples, refine=not args.no_refine, random_state=args.seed)
+    options = dict(kernel=args.kernel, approximation=args.approximation, normalization=args.normalization,
+                   n_samples=args.n_samples, refine=not args.no_refine, random_state=args.seed)
     started = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -368,7 +369,14 @@ def build_parser() -> argparse.ArgumentParser:
     select.add_argument("--json", metavar="FILE", help="write the full result as JSON")
     select.add_argument("--cv", action="store_true", help="add k-fold cross-validation on the same grid")
     select.add_argument("--folds", type=int, default=5, help="folds for --cv (default 5)")
-    select.add_argument("--n-samples", type=int, default=1000, help="prior draws for ln N(D) (default 1000)")
+    select.add_argument("--approximation", default="ep", choices=["ep", "laplace", "sampled"],
+                        help="ln Q(D): expectation propagation (default), Sollich's Laplace-style form, or "
+                             "annealed sampling (slow)")
+    select.add_argument("--normalization", default="ep", choices=["ep", "prior", "annealed"],
+                        help="ln N(D): expectation propagation (default), plain prior sampling, or annealed "
+                             "sampling (slow)")
+    select.add_argument("--n-samples", type=int, default=1000,
+                        help="prior draws for --normalization prior (default 1000)")
     select.add_argument("--no-refine", action="store_true", help="skip the local refinement")
     select.add_argument("--no-standardize", action="store_true", help="use the CSV features as they are")
     select.add_argument("--seed", type=int, default=0)

@@ -178,7 +178,8 @@ def log_normalization(
             raise ValueError(
                 f"method='ep' integrates over the n training inputs: n = {n} but inputs has {inputs.shape[0]} rows"
             )
-        result = ep_log_normalization(gram_matrix(kernel, jnp.asarray(inputs)), C)
+        # only ln Z is used: stop once it has settled (the nu sites can keep moving long after, docs/ep.md)
+        result = ep_log_normalization(gram_matrix(kernel, jnp.asarray(inputs)), C, log_z_tol=1e-6)
         if not bool(result.converged):
             warnings.warn("EP for ln N(D) did not converge; the value is unreliable", RuntimeWarning, stacklevel=2)
         zero = jnp.zeros(())

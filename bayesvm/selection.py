@@ -14,17 +14,27 @@ same for every (C, k0) with C k0 = P, and
     alpha(C, k0) = b / k0 = b C / P,   theta = (base + r)(b * y)   (unchanged).
 
 One batched MAP solve per (shape, r, P) therefore serves a whole line of C
-values (k0 = P / C); only the evidence terms are re-evaluated along it. The
-normalisation ln N(D) does not need the solve at all; it reuses one set of
-unit-amplitude prior draws per shape (one Cholesky) with common random
-numbers across every (r, P, C).
+values (k0 = P / C). How the evidence is evaluated on a block of (P, C) cells
+at one (shape, r) depends on the approximation:
+
+* ``"ep"`` (the default, for ln Q(D) and ln N(D)): EP needs no MAP solve but
+  a run per cell, about a dozen O(n^3) iterations
+  (:func:`bayesvm.ep.ep_log_z_batch`, one batch per block). Where EP does not
+  converge the cell is NaN (left out of the argmax) and the selection says
+  how many there were.
+* ``"laplace"``: the Laplace-style terms along every line from the one solve
+  (cheap, but far too optimistic where many points are marginal, DESIGN.md 2c).
+* ``"prior"`` normalisation: one set of unit-amplitude prior draws per shape
+  (one Cholesky) with common random numbers across every (r, P, C).
+* anything else (``"sampled"``, ``"annealed"``): one evaluation per cell.
 
 Surfaces are arrays of shape ``(n_shape, n_offset_ratio, n_C_k0, n_C)``.
 
-Local refinement. The Laplace-style evidence is only piecewise smooth: it
-has kinks wherever a point enters or leaves the marginal set (the
-regularised determinant keeps it continuous, the raw one does not even do
-that), so gradient steps are unreliable. The refinement is a derivative-free
+Local refinement. The evidence surface is not smooth enough to trust
+gradients: the Laplace-style form has kinks wherever a point enters or
+leaves the marginal set (the regularised determinant keeps it continuous,
+the raw one does not even do that), and EP values carry the small error of
+its stopping rule (up to a few 1e-2 nats). The refinement is a derivative-free
 shrinking pattern search in log coordinates: around the current best point
 it evaluates every combination of {x e^-h, x, x e^h} on the axes the grid
 varies, moves to the best, halves h (starting at half the grid spacing) and
@@ -33,7 +43,7 @@ within the cells next to the grid optimum.
 
 Grid edges. The Laplace-style evidence is far too optimistic in the
 large-amplitude, short-length-scale corner (DESIGN.md 2c), and maximisation
-runs into it. When the grid optimum sits on the edge of an axis that the
+runs into it; any evidence can also peak outside a grid that is too narrow. When the grid optimum sits on the edge of an axis that the
 grid varies, the selection warns (:class:`GridEdgeWarning`) and extends that
 axis by ``extend_points`` steps of its own log spacing, at most
 ``max_extensions`` times; if the optimum is still on an edge it warns once
@@ -60,7 +70,8 @@ from sklearn.model_selection import StratifiedKFold
 
 from . import _linalg
 from ._validation import check_inputs, check_kernel, check_labels
-from .evidence import APPROXIMATIONS, Evidence, naive_evidence
+from .ep import ep_log_z_batch
+from .evidence import APPROXIMATIONS, LAPLACE_MARGINAL_SHARE, Evidence, naive_evidence
 from .kernels import Kernel, gram_matrix, make_kernel, squared_distances
 from .laplace import DETERMINANTS, NaiveEvidenceTerms, laplace_factor, laplace_log_naive_evidence
 from .normalization import METHODS as NORMALIZATION_METHODS
@@ -98,8 +109,6 @@ SHAPE_PARAMETERS: dict[str, str | None] = {
 }
 #: surface axes, in array order
 AXES = ("shape", "offset_ratio", "C_k0", "C")
-#: above this share of marginal points the Laplace-style evidence is flagged (DESIGN.md 2c)
-_LAPLACE_MARGINAL_SHARE = 0.5
 #: pairwise distances for the default length scales are taken on at most this many points
 _MAX_DISTANCE_POINTS = 500
 #: data sets smaller than this get the small default grid (fast for tiny problems)
@@ -168,12 +177,12 @@ def _shape_name(template: Kernel) -> str | None:
 def default_grid(X, kernel="rbf") -> Grid:
     """Default grid derived from the data.
 
-    * length scale (RBF, exponential): 5 values (3 for fewer than 100 points),
+    * length scale (RBF, exponential): 4 values (3 for fewer than 100 points),
       log-spaced from half the 10% quantile to twice the 90% quantile of the
       pairwise distances (on at most 500 points);
     * gamma (polynomial): 1 / (d * mean feature variance) times 10^[-1, 1];
-    * C k0: 10^-1 .. 10^3 (7 values; 5 for small problems);
-    * C: 10^-1 .. 10^1.5 (9 values; 6 for small problems);
+    * C k0: 10^-1 .. 10^3 (5 values, one a decade; 4 for small problems);
+    * C: 10^-1 .. 10^1.5 (5 values; 4 for small problems);
     * offset ratio k_b / k0: 1 (held fixed; pass an ``offset_ratio`` axis to
       select the offset too -- each value costs one more set of solves).
     """
@@ -187,17 +196,17 @@ def default_grid(X, kernel="rbf") -> Grid:
         d = d[np.triu_indices_from(d, k=1)]
         d = d[d > 0]
         lo, hi = (np.quantile(d, [0.1, 0.9]) if d.size else (1.0, 1.0))
-        shape = np.geomspace(0.5 * lo, 2.0 * hi, 3 if small else 5)
+        shape = np.geomspace(0.5 * lo, 2.0 * hi, 3 if small else 4)
     elif name == "gamma":
         scale = 1.0 / (X.shape[1] * max(float(np.mean(np.var(X, axis=0))), np.finfo(float).tiny))
-        shape = scale * np.geomspace(0.1, 10.0, 3 if small else 5)
+        shape = scale * np.geomspace(0.1, 10.0, 3 if small else 4)
     else:
         shape = np.array([1.0])  # placeholder: the family has no shape parameter
     return Grid(
         shape=shape,
         offset_ratio=np.array([1.0]),
-        C_k0=np.geomspace(0.1, 1e3, 5 if small else 7),
-        C=np.geomspace(0.1, 10**1.5, 6 if small else 9),
+        C_k0=np.geomspace(0.1, 1e3, 4 if small else 5),
+        C=np.geomspace(0.1, 10**1.5, 4 if small else 5),
     )
 
 
@@ -304,11 +313,34 @@ def _pointwise_normalization_block(problem: "_Problem", shape, ratio, P, C) -> N
                                    for f in NormalizationEstimate._fields))
 
 
+def _ep_values(problem: "_Problem", shape, ratio, P, C, sites: str) -> np.ndarray:
+    """ln Z by EP on the (P, C) block (prior K = Kt P / C); NaN where EP did not converge (counted, reported)."""
+    P, C = np.meshgrid(np.asarray(P, dtype=np.float64), np.asarray(C, dtype=np.float64), indexing="ij")
+    y = problem.y if sites == "labels" else None
+    batch = ep_log_z_batch(problem.base(shape) + ratio, jnp.asarray((P / C).ravel()), jnp.asarray(C.ravel()), y,
+                           sites=sites)
+    converged = np.asarray(batch.converged)
+    problem.unconverged[sites] += int(np.sum(~converged))
+    return np.where(converged, np.asarray(batch.log_z), np.nan).reshape(P.shape)
+
+
+def _ep_block(problem: "_Problem", shape, ratio, P, C):
+    value = _ep_values(problem, shape, ratio, P, C, "labels")
+    return value, np.zeros_like(value), None
+
+
+def _ep_normalization_block(problem: "_Problem", shape, ratio, P, C) -> NormalizationEstimate:
+    """ln N(D) ~= ln E[prod_i nu(theta_i)] over the training inputs (DESIGN.md 2b identity), by EP."""
+    value = _ep_values(problem, shape, ratio, P, C, "nu")
+    zeros = np.zeros_like(value)
+    return NormalizationEstimate(value=value, se=zeros, ess=np.full_like(value, np.inf), n_samples=zeros)
+
+
 #: ln Q(D) on lines of C: (problem, shape, offset ratio, P, C) -> (value, se, terms or None), each (nP, nC).
-#: "laplace" is evaluated in one batch per block; the others fall back to one evaluation per point.
-_NAIVE_ESTIMATORS: dict[str, Callable] = {"laplace": _laplace_block}
+#: "laplace" and "ep" are evaluated in one batch per block; "sampled" falls back to one evaluation per point.
+_NAIVE_ESTIMATORS: dict[str, Callable] = {"laplace": _laplace_block, "ep": _ep_block}
 #: ln N(D) on lines of C: (problem, shape, offset ratio, P, C) -> NormalizationEstimate of (nP, nC) arrays
-_NORMALIZATION_ESTIMATORS: dict[str, Callable] = {"prior": _prior_block}
+_NORMALIZATION_ESTIMATORS: dict[str, Callable] = {"prior": _prior_block, "ep": _ep_normalization_block}
 
 
 @dataclass
@@ -324,6 +356,8 @@ class _Problem:
     n_samples: int
     inputs: np.ndarray
     random_state: int
+    #: EP runs that did not converge, by site family (their surface values are NaN)
+    unconverged: dict = field(default_factory=lambda: {"labels": 0, "nu": 0})
     _bases: dict = field(default_factory=dict)
     _draws: dict = field(default_factory=dict)
     _solutions: dict = field(default_factory=dict)
@@ -578,7 +612,7 @@ class EvidenceSurface:
                 "total": ev.total, "total_se": ev.total_se, "naive": ev.naive,
                 "log_normalization": ev.log_normalization, "log_normalization_se": ev.log_normalization_se,
                 "normalization_ess": ev.normalization_ess, "n_marginal": ev.n_marginal, "n": ev.n,
-                "terms": {name: float(getattr(ev.terms, name)) for name in ev.terms._fields},
+                "terms": None if ev.terms is None else {name: float(getattr(ev.terms, name)) for name in ev.terms._fields},
             }
         return out
 
@@ -607,9 +641,9 @@ def select_hyperparameters(
     method: str = "evidence",
     refine: bool = True,
     refine_rounds: int = 2,
-    approximation: str = "laplace",
+    approximation: str = "ep",
     determinant: str = "regularized",
-    normalization: str = "prior",
+    normalization: str = "ep",
     normalization_inputs_from="training",
     n_samples: int = 1000,
     max_inputs: int = 300,
@@ -637,10 +671,13 @@ def select_hyperparameters(
         no refinement or extension: the error rate is piecewise constant).
     refine, refine_rounds : the local pattern search around the grid optimum
         (module docstring).
-    approximation, determinant : ln Q(D) (``"laplace"``; see
-        :func:`bayesvm.evidence.log_evidence`).
+    approximation, determinant : ln Q(D): ``"ep"`` (default), ``"laplace"``
+        or ``"sampled"`` (see :func:`bayesvm.evidence.log_evidence`).
+        ``"ep"`` and ``"laplace"`` are evaluated a block at a time (module
+        docstring), ``"sampled"`` point by point (slow: a check, not a default).
     normalization, normalization_inputs_from, n_samples, max_inputs :
-        ln N(D) estimator (``"prior"``) and its settings, as in ``log_evidence``.
+        ln N(D) estimator (``"ep"``, default; ``"prior"``, ``"annealed"``) and
+        its settings, as in ``log_evidence``.
     max_extensions, extend_points, on_edge : grid-edge handling
         (``on_edge="warn"`` or ``"raise"``; module docstring).
     random_state : seed of the normalisation draws and the CV folds.
@@ -711,11 +748,13 @@ def _select_by_evidence(problem, grid, classes, refine, refine_rounds, max_exten
         point, value, history = _refine(problem, grid, point, value, refine_rounds)
     fit = problem.map_svm(point["shape"], point["offset_ratio"], point["C_k0"], point["C"], classes)
     evidence = _evidence_at(problem, point, fit)
-    if evidence.n_marginal > _LAPLACE_MARGINAL_SHARE * problem.n:
+    _warn_unconverged(problem)
+    if problem.approximation == "laplace" and evidence.n_marginal > LAPLACE_MARGINAL_SHARE * problem.n:
         warnings.warn(
             f"at the selected hyperparameters {evidence.n_marginal} of {problem.n} points are marginal: the "
-            "Laplace-style evidence is far too optimistic there (DESIGN.md 2c); check the choice against "
-            "method='cv' or a sampled evidence",
+            "Laplace-style evidence is too optimistic there and its maximum lands in the wrong place "
+            "(docs/evidence-accuracy.md: on six data sets it lost 3-26 nats of sampled evidence); use "
+            "approximation='ep' (the default)",
             RuntimeWarning,
             stacklevel=3,
         )
@@ -728,6 +767,18 @@ def _select_by_evidence(problem, grid, classes, refine, refine_rounds, max_exten
         approximation=problem.approximation, normalization=problem.normalization, refinement=tuple(history),
         extensions=tuple(extensions), at_edge=at_edge,
     )
+
+
+def _warn_unconverged(problem: _Problem) -> None:
+    failures = {"labels": "ln Q(D)", "nu": "ln N(D)"}
+    counts = [f"{problem.unconverged[sites]} of {name}" for sites, name in failures.items() if problem.unconverged[sites]]
+    if counts:
+        warnings.warn(
+            f"EP did not converge at some grid points ({', '.join(counts)} evaluations); they are left out of "
+            "the maximisation (NaN on the surface)",
+            RuntimeWarning,
+            stacklevel=4,
+        )
 
 
 def _extend(problem, grid: Grid, surface: _Surface, name: str, side: str, points: int, progress):

@@ -9,7 +9,7 @@ from scipy import integrate, stats
 from scipy.special import logsumexp
 
 from bayesvm import RBF, Linear
-from bayesvm.evidence import log_evidence, log_naive_evidence
+from bayesvm.evidence import LAPLACE_MARGINAL_SHARE, log_evidence, log_naive_evidence
 from bayesvm.kernels import gram_matrix
 from bayesvm.model import log_kappa
 from bayesvm.normalization import (
@@ -136,7 +136,8 @@ def test_log_evidence_assembles_its_parts():
     X, y = _tiny_problem(20, seed=6)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        ev = log_evidence(X, y, C=1.0, kernel=RBF(0.3), n_samples=3000, random_state=2)
+        ev = log_evidence(X, y, C=1.0, kernel=RBF(0.3), approximation="laplace", normalization="prior",
+                          n_samples=3000, random_state=2)
     np.testing.assert_allclose(ev.total, ev.naive - ev.log_normalization)
     np.testing.assert_allclose(ev.naive, float(log_naive_evidence(ev.fit).value))
     assert ev.total_se == ev.log_normalization_se > 0
@@ -151,12 +152,34 @@ def test_low_effective_sample_size_warns():
         log_normalization(kernel=RBF(0.1, 5.0, 1.0), C=2.0, n=300, inputs=X, n_samples=200)
 
 
+def test_laplace_warning_follows_the_measured_marginal_share():
+    """Laplace warns exactly above LAPLACE_MARGINAL_SHARE marginal points (docs/evidence-accuracy.md); EP never does."""
+    rng = np.random.default_rng(4)
+    X = np.concatenate([rng.normal(-2.0, 0.5, size=(40, 2)), rng.normal(2.0, 0.5, size=(40, 2))])
+    y = np.repeat([-1, 1], 40)
+    noisy = np.where(rng.uniform(size=80) > 0.5, 1, -1)
+    outcomes = set()
+    for labels, kernel in ((y, RBF(3.0, amplitude=10.0, offset=10.0)), (noisy, RBF(0.3, amplitude=10.0, offset=1.0))):
+        for approximation in ("laplace", "ep"):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                ev = log_evidence(X, labels, C=3.0, kernel=kernel, approximation=approximation)
+            warned = any("points are marginal" in str(w.message) for w in caught)
+            if approximation == "ep":
+                assert not warned
+                continue
+            assert warned == (ev.n_marginal / ev.n > LAPLACE_MARGINAL_SHARE)
+            outcomes.add(warned)
+    assert outcomes == {True, False}  # both sides of the threshold were exercised
+
+
 def test_many_marginal_points_warn_about_laplace():
     rng = np.random.default_rng(2)
     X = rng.normal(size=(40, 2))
     y = np.where(rng.uniform(size=40) > 0.5, 1, -1)  # noise labels, short length scale: most points marginal
     with pytest.warns(RuntimeWarning, match="marginal"):
-        log_evidence(X, y, C=1.0, kernel=RBF(0.05, amplitude=100.0, offset=1.0), n_samples=200)
+        log_evidence(X, y, C=1.0, kernel=RBF(0.05, amplitude=100.0, offset=1.0), approximation="laplace",
+                     n_samples=200)
 
 
 @pytest.mark.parametrize(
