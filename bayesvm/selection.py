@@ -117,6 +117,8 @@ _SMALL_PROBLEM = 100
 _NORMALIZATION_BATCH = 4
 #: MAP solves are batched in chunks of this size (the refinement's 3-point pattern is one chunk)
 _SOLVE_BATCH = 3
+#: EP runs are batched in chunks of this size (one compilation per problem size and site family)
+_EP_BATCH = 3
 
 
 class GridEdgeWarning(UserWarning):
@@ -314,14 +316,25 @@ def _pointwise_normalization_block(problem: "_Problem", shape, ratio, P, C) -> N
 
 
 def _ep_values(problem: "_Problem", shape, ratio, P, C, sites: str) -> np.ndarray:
-    """ln Z by EP on the (P, C) block (prior K = Kt P / C); NaN where EP did not converge (counted, reported)."""
+    """ln Z by EP on the (P, C) block (prior K = Kt P / C); NaN where EP did not converge (counted, reported).
+
+    The cells go in chunks of a fixed size (the last one padded by repetition),
+    so grid, extension slabs, refinement and the final point share one
+    compilation per problem size.
+    """
     P, C = np.meshgrid(np.asarray(P, dtype=np.float64), np.asarray(C, dtype=np.float64), indexing="ij")
+    scales, Cs = (P / C).ravel(), C.ravel()
+    Kt = problem.base(shape) + ratio
     y = problem.y if sites == "labels" else None
-    batch = ep_log_z_batch(problem.base(shape) + ratio, jnp.asarray((P / C).ravel()), jnp.asarray(C.ravel()), y,
-                           sites=sites)
-    converged = np.asarray(batch.converged)
+    log_z, converged = np.empty(Cs.size), np.empty(Cs.size, dtype=bool)
+    for start in range(0, Cs.size, _EP_BATCH):
+        cells = np.minimum(np.arange(start, start + _EP_BATCH), Cs.size - 1)
+        batch = ep_log_z_batch(Kt, jnp.asarray(scales[cells]), jnp.asarray(Cs[cells]), y, sites=sites)
+        kept = slice(0, min(_EP_BATCH, Cs.size - start))
+        log_z[start : start + _EP_BATCH] = np.asarray(batch.log_z)[kept]
+        converged[start : start + _EP_BATCH] = np.asarray(batch.converged)[kept]
     problem.unconverged[sites] += int(np.sum(~converged))
-    return np.where(converged, np.asarray(batch.log_z), np.nan).reshape(P.shape)
+    return np.where(converged, log_z, np.nan).reshape(P.shape)
 
 
 def _ep_block(problem: "_Problem", shape, ratio, P, C):
