@@ -74,6 +74,7 @@ from .ep import ep_log_z_batch
 from .evidence import APPROXIMATIONS, LAPLACE_MARGINAL_SHARE, Evidence, naive_evidence
 from .kernels import Kernel, gram_matrix, make_kernel, squared_distances
 from .laplace import DETERMINANTS, NaiveEvidenceTerms, laplace_factor, laplace_log_naive_evidence
+from .model import label_probability
 from .normalization import METHODS as NORMALIZATION_METHODS
 from .normalization import (
     NormalizationEstimate,
@@ -92,6 +93,7 @@ __all__ = [
     "SHAPE_PARAMETERS",
     "AXES",
     "GridEdgeWarning",
+    "DegenerateSelectionWarning",
     "Grid",
     "EvidenceSurface",
     "default_grid",
@@ -119,10 +121,16 @@ _NORMALIZATION_BATCH = 4
 _SOLVE_BATCH = 3
 #: EP runs are batched in chunks of this size (one compilation per problem size and site family)
 _EP_BATCH = 3
+#: a selection is flagged as degenerate when no training point's plug-in P(y = +1) is further than this from 1/2
+_DEGENERATE_MARGIN = 0.1
 
 
 class GridEdgeWarning(UserWarning):
     """The evidence optimum lies on the edge of the hyperparameter grid."""
+
+
+class DegenerateSelectionWarning(RuntimeWarning):
+    """The selected hyperparameters give near-constant class probabilities on the training data."""
 
 
 # ---------------------------------------------------------------------------
@@ -762,6 +770,7 @@ def _select_by_evidence(problem, grid, classes, refine, refine_rounds, max_exten
     fit = problem.map_svm(point["shape"], point["offset_ratio"], point["C_k0"], point["C"], classes)
     evidence = _evidence_at(problem, point, fit)
     _warn_unconverged(problem)
+    _warn_degenerate(fit)
     if problem.approximation == "laplace" and evidence.n_marginal > LAPLACE_MARGINAL_SHARE * problem.n:
         warnings.warn(
             f"at the selected hyperparameters {evidence.n_marginal} of {problem.n} points are marginal: the "
@@ -780,6 +789,27 @@ def _select_by_evidence(problem, grid, classes, refine, refine_rounds, max_exten
         approximation=problem.approximation, normalization=problem.normalization, refinement=tuple(history),
         extensions=tuple(extensions), at_edge=at_edge,
     )
+
+
+def _warn_degenerate(fit: MapSVM) -> None:
+    """Warn when the chosen C and k0 make the SVM's class probabilities nearly constant.
+
+    Measured (docs/selection-benchmark.md): on synth and ionosphere the EP evidence
+    keeps rising towards C -> 0 with C k0 and the length scale growing, the limit
+    in which the likelihood becomes a logistic-like model of a huge-amplitude
+    latent; the MAP there is a hard-margin SVM whose outputs are O(1), so
+    P(+1 | theta*) = sigmoid(C g(theta*)) stays near 1/2 everywhere.
+    """
+    spread = float(np.max(np.abs(np.asarray(label_probability(jnp.asarray(fit.theta), fit.C)) - 0.5)))
+    if spread < _DEGENERATE_MARGIN:
+        warnings.warn(
+            f"the selected hyperparameters (C = {fit.C:.3g}, amplitude = {float(fit.kernel.amplitude):.3g}) give "
+            f"near-constant class probabilities: every training point's P(y = +1) is within {spread:.3f} of 1/2. "
+            "The evidence is running into its C -> 0, large-amplitude limit, where the SVM's probabilities "
+            "carry no information; fix C or bound the grid (grid={'C': ...}), or compare with method='cv'",
+            DegenerateSelectionWarning,
+            stacklevel=4,
+        )
 
 
 def _warn_unconverged(problem: _Problem) -> None:

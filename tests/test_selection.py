@@ -10,7 +10,13 @@ from sklearn.model_selection import StratifiedKFold
 import bayesvm  # noqa: F401  (float64)
 from bayesvm.evidence import log_evidence
 from bayesvm.kernels import RBF
-from bayesvm.selection import Grid, GridEdgeWarning, default_grid, select_hyperparameters
+from bayesvm.selection import (
+    DegenerateSelectionWarning,
+    Grid,
+    GridEdgeWarning,
+    default_grid,
+    select_hyperparameters,
+)
 from bayesvm.solver import fit_map
 
 SETTINGS = dict(approximation="laplace", normalization="prior", n_samples=400, max_inputs=60, random_state=3)
@@ -226,3 +232,18 @@ def test_sampled_approximation_plugs_in_point_by_point(data):
     assert result.naive[0, 0, 0, 0] == pytest.approx(direct.naive, abs=1e-9)
     assert result.naive_se[0, 0, 0, 0] == pytest.approx(direct.naive_se, abs=1e-9) and direct.naive_se > 0
     assert result.evidence.approximation == "sampled" and result.evidence.terms is None
+
+
+def test_degenerate_selection_warns(data, surface):
+    """At C -> 0 with a huge amplitude every plug-in probability is near 1/2: the selection says so."""
+    X, y = data
+    grid = {"length_scale": [50.0], "C_k0": [1e4], "C": [1e-3], "offset_ratio": [1.0]}
+    with pytest.warns(DegenerateSelectionWarning, match="near-constant class probabilities"):
+        select_hyperparameters(X, y, grid=grid, refine=False, max_extensions=0)
+    # an informative setting does not warn
+    p = np.abs(np.asarray(surface.evidence.posterior.predict_proba(X, method="map")) - 0.5)
+    assert p.max() > 0.1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DegenerateSelectionWarning)
+        warnings.simplefilter("ignore", GridEdgeWarning)
+        select_hyperparameters(X, y, grid=GRID, refine=False, max_extensions=0, **SETTINGS)
