@@ -756,8 +756,9 @@ def _select_by_evidence(problem, grid, classes, refine, refine_rounds, max_exten
     if at_edge:
         message = (
             f"the evidence optimum is still on the grid edge along {', '.join(at_edge)} after {len(extensions)} "
-            "extension(s): the maximum may lie outside the grid, or the evidence may run away there (the "
-            "Laplace-style form is far too optimistic at large amplitude and short length scale, DESIGN.md 2c)"
+            "extension(s): the maximum may lie outside the grid, or the evidence may run away there (EP: towards "
+            "C -> 0 with a huge amplitude and length scale, docs/selection-benchmark.md; the Laplace-style form: "
+            "towards large amplitude and short length scale, DESIGN.md 2c)"
         )
         if on_edge == "raise":
             raise ValueError(message + "; widen the grid or fix those hyperparameters")
