@@ -12,6 +12,8 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = {
     "prior_samples.py": ["prior_samples_grid.png", "prior_samples_1d.png"],
     "toy_evidence.py": ["toy_evidence.png"],
+    "select_hyperparameters.py": ["select_hyperparameters.png"],
+    "compare_platt.py": ["compare_platt.png"],
 }
 
 
