@@ -79,6 +79,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
+def splits(n: int) -> str:
+    return "one stratified 70/30 split" if n == 1 else f"{n} stratified 70/30 splits"
+
+
 def evidence_selector(grid: dict, quick: bool, surfaces: list):
     """``select(X_train, y_train) -> (kernel, C)`` by evidence maximisation; keeps each surface in ``surfaces``."""
     options = dict(refine=False, max_extensions=0 if quick else 1)
@@ -145,7 +149,7 @@ def main(argv=None) -> Path:
         X, _, y, _ = train_test_split(X, y, train_size=QUICK_POINTS, stratify=y, random_state=SEED)
     grid = QUICK_GRID if args.quick else FULL_GRID
     print(f"{data.description}\n{X.shape[0]} points ({int(np.sum(y > 0))} +1), {X.shape[1]} features; "
-          f"{args.splits} stratified 70/30 split(s); evidence grid "
+          f"{splits(args.splits)}; evidence grid "
           f"{' x '.join(str(len(grid[a])) for a in ('length_scale', 'C_k0', 'C'))} (length scale x C k0 x C), "
           "k_b / k0 = 1")
     surfaces: list = []
@@ -161,9 +165,10 @@ def main(argv=None) -> Path:
         print(f"warning: {message}")
     print(f"\nevidence: ln Q(D) by {surfaces[0].approximation!r}, ln N(D) by {surfaces[0].normalization!r}")
     print(choices_table(result, surfaces))
-    print(f"\ntest scores, mean +- std over {args.splits} split(s) ({seconds:.1f} s)")
+    print(f"\ntest scores, mean +- std over the {splits(args.splits)} ({seconds:.1f} s)")
     print(scores_table(result))
-    fig = figure(result, f"Pima, {X.shape[0]} points, {args.splits} split(s): test predictions pooled over the splits")
+    fig = figure(result, f"Pima, {X.shape[0]} points, {splits(args.splits)}: test predictions"
+                         + (" pooled over the splits" if args.splits > 1 else ""))
     path = args.out / "compare_platt.png"
     fig.savefig(path, dpi=90)
     plt.close(fig)

@@ -70,10 +70,10 @@ FULL_GRID = {
     "C": [0.1, 0.3, 1.0, 3.0, 10.0],
 }
 QUICK_GRID = {"length_scale": [4.0, 8.0], "C_k0": [1.0, 10.0], "C": [0.5, 2.0]}
-#: log-axis tick labels as plain numbers (0.1, 1, 10, ...) instead of powers of ten
-PLAIN = FuncFormatter(lambda value, _: f"{value:g}")
 #: training points used in quick mode (a stratified subsample of the training part)
 QUICK_TRAIN = 100
+#: log-axis tick labels as plain numbers (0.1, 1, 10, ...) instead of powers of ten
+PLAIN = FuncFormatter(lambda value, _: _tick(value))
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -178,10 +178,15 @@ def table(evidence, cv, errors, seconds, folds: int, crossed: tuple[float, float
     return "\n".join(lines)
 
 
+def _tick(value: float) -> str:
+    """Short tick label: whole numbers below 10^5 in full (1000), anything else to 3 significant digits."""
+    return f"{value:.0f}" if 1 <= value < 1e5 and abs(value - round(value)) < 1e-9 * value else f"{value:.3g}"
+
+
 def label_log_axis(axis, values: np.ndarray, most: int = 8) -> None:
     """Plain-number tick labels on a log axis: at the grid values when there are few, else the default ticks."""
     if values.size <= most:
-        axis.set_ticks(values, labels=[f"{v:.3g}" for v in values])
+        axis.set_ticks(values, labels=[_tick(v) for v in values])
     else:
         axis.set_major_formatter(PLAIN)
     axis.set_minor_formatter(NullFormatter())
@@ -191,8 +196,10 @@ def figure(evidence, cv, title: str):
     """Evidence heat map over (C k0, length scale) with both choices (left); the C curve at the optimum (right)."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(13.5, 4.8), layout="constrained")
     evidence.plot_heatmap(ax=left)
+    inside = all(axis[0] <= evidence.best[key] <= axis[-1]
+                 for axis, key in ((evidence.grid.C_k0, "C_k0"), (evidence.grid.shape, "length_scale")))
     left.plot(evidence.best["C_k0"], evidence.best["length_scale"], marker="o", ms=9, mfc="none", mec="red",
-              mew=2.0, ls="none", label="evidence choice")
+              mew=2.0, ls="none", label="evidence choice" + ("" if inside else " (refined, off the grid)"))
     left.plot(cv.best["C_k0"], cv.best["length_scale"], marker="X", ms=11, color="orange", mec="black", ls="none",
               label="CV choice")
     left.legend(loc="lower left", fontsize="small", framealpha=0.85)
