@@ -291,7 +291,7 @@ class EPResult(NamedTuple):
       ln E_GP[prod_i nu(theta_i)] for ``ep_log_normalization``).
     mean, variance: approximate posterior mean and marginal variances of theta.
     site_precision, site_shift: Gaussian sites exp(-tau theta^2 / 2 + shift theta).
-    converged: site parameters settled within tol and everything is finite.
+    converged: site parameters settled within tol, or (log_z_tol > 0) ln Z settled, and everything is finite.
     n_iter: number of parallel updates done.
     predictor: what :func:`ep_predict` needs.
     """
