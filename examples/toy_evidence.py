@@ -165,7 +165,7 @@ def figure(data: ToyData, curve: EvidenceCurve, grid: np.ndarray):
     low, high = min(peaks) - EVIDENCE_WINDOW, max(peaks)
     left.set_ylim(low, high + 0.05 * (high - low))
     left.set_title(
-        f"{data.X.shape[0]} points from the model, true $C$ = {TRUE_C:g}, $C k_0$ = {TRUE_C * TRUE_AMPLITUDE:g}, "
+        rf"{data.X.shape[0]} points from the model, true $C$ = {TRUE_C:g}, $C\,k_0$ = {TRUE_C * TRUE_AMPLITUDE:g}, "
         f"$l$ = {TRUE_LENGTH_SCALE:g}",
         fontsize="medium",
     )

@@ -237,6 +237,7 @@ def test_plot_evidence_curve_full():
     band = ax.collections[2].get_paths()[0].vertices
     assert band[:, 1].max() == pytest.approx(np.max(total) + 0.3)
     assert ax.get_xlabel() and ax.get_ylabel()
+    assert r"$C\,k_0$" in ax.get_xlabel()  # a thin space: "$C k_0$" renders as "Ck0"
 
 
 def test_plot_evidence_curve_minimal_sorts_and_skips_nan():
@@ -274,6 +275,8 @@ def test_plot_evidence_heatmap():
     i, j = np.unravel_index(np.nanargmax(Z), Z.shape)
     (star,) = ax.lines
     assert (star.get_xdata()[0], star.get_ydata()[0]) == (x[j], y[i])
+    # the legend says which coordinate is which, with the axis names the function was given
+    assert legend_texts(ax) == [f"maximum: C k0 = {x[j]:.3g}, length scale = {y[i]:.3g}"]
     # cells centred on the values: geometric midpoints on the log axis
     xlim = ax.get_xlim()
     assert xlim[0] == pytest.approx(x[0] / np.sqrt(x[1] / x[0]))
@@ -395,7 +398,66 @@ def test_plot_reliability():
     heights = [patch.get_height() for patch in hist.patches]
     assert len(heights) == 5 + 3
     np.testing.assert_allclose(heights[:5], curves["identity"][2] / 400)
+    assert_no_overlap(bar_extents(hist))
     assert diagram.get_ylabel() and hist.get_xlabel() and hist.get_ylabel()
+
+
+def bar_extents(hist):
+    """{method: [(x0, x1), ...]} of the histogram bars, from the labelled bar containers."""
+    return {c.get_label(): [(bar.get_x(), bar.get_x() + bar.get_width()) for bar in c] for c in hist.containers}
+
+
+def assert_no_overlap(extents):
+    """No two bars (of the same or of different methods) share any x-range of positive width."""
+    spans = sorted(span for spans in extents.values() for span in spans)
+    for (_, right), (left, _) in zip(spans, spans[1:]):
+        assert left >= right - 1e-12, spans
+
+
+def test_plot_reliability_histogram_bars_stand_side_by_side():
+    """Methods whose bins have nearly equal means (and neighbouring bins with close means) overlap nowhere."""
+    rng = np.random.default_rng(1)
+    n_bins = 10
+    names = ["Bayesian SVM", "Platt", "isotonic", "beta"]
+    curves = {}
+    for k, name in enumerate(names):
+        # means near the right edge of one bin and the left edge of the next, shifted a little per method
+        mean = np.clip(np.arange(n_bins) / n_bins + np.where(np.arange(n_bins) % 2, 0.01, 0.095) + 0.001 * k, 0, 1)
+        counts = rng.integers(1, 50, n_bins).astype(float)
+        curves[name] = (mean, np.clip(mean + 0.05, 0, 1), counts)
+    fig = bp.plot_reliability(curves, bins=n_bins)
+    assert_renders_inside(fig)
+    diagram, hist = fig.axes
+    extents = bar_extents(hist)
+    assert list(extents) == names
+    assert_no_overlap(extents)
+    width = 1.0 / n_bins
+    for k, name in enumerate(names):
+        mean, _, counts = curves[name]
+        assert len(extents[name]) == n_bins
+        for b, (x0, x1) in enumerate(extents[name]):
+            # inside its bin, in the k-th of len(names) equal slots of the bin's inner 80%
+            assert b * width <= x0 < x1 <= (b + 1) * width
+            assert x0 == pytest.approx(b * width + 0.1 * width + k * 0.8 * width / len(names))
+            assert x1 - x0 == pytest.approx(0.8 * width / len(names))
+        heights = [bar.get_height() for bar in hist.containers[k]]
+        np.testing.assert_allclose(heights, counts / counts.sum())
+    for bars, curve in zip(hist.containers, diagram.containers):  # bars take the colour of their method's curve
+        assert matplotlib.colors.same_color(bars.patches[0].get_facecolor(), curve.lines[0].get_color())
+
+
+def test_plot_reliability_merges_bins_sharing_a_cell_and_takes_edges():
+    curve = (np.array([0.02, 0.08, 0.55]), np.array([0.0, 0.1, 0.5]), np.array([5.0, 15.0, 20.0]))
+    fig = bp.plot_reliability({"a": curve, "b": curve}, bins=[0.0, 0.5, 1.0])
+    _, hist = fig.axes
+    extents = bar_extents(hist)
+    assert [len(v) for v in extents.values()] == [2, 2]
+    assert_no_overlap(extents)
+    np.testing.assert_allclose([bar.get_height() for bar in hist.containers[0]], [0.5, 0.5])
+    with pytest.raises(ValueError, match="bins must be"):
+        bp.plot_reliability({"a": curve}, bins=[0.5, 0.2])
+    with pytest.raises(ValueError, match="bins must be"):
+        bp.plot_reliability({"a": curve}, bins=0)
 
 
 def test_plot_reliability_single_axes_and_bad_input():
