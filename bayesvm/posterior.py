@@ -20,6 +20,7 @@ Error bars: theta* +- sigma and the plug-in probabilities at those two ends.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -130,7 +131,11 @@ class Posterior:
             raise ValueError(f"approximation must be one of {APPROXIMATIONS}; got {approximation!r}")
         K = gram_matrix(fit.kernel, jnp.asarray(fit.X))
         if approximation == "ep":
-            return cls(fit=fit, ep=ep_log_evidence(K, jnp.asarray(fit.y), fit.C))
+            result = ep_log_evidence(K, jnp.asarray(fit.y), fit.C)
+            if not bool(result.converged):
+                warnings.warn(f"EP for the posterior did not converge in {int(result.n_iter)} iterations; its "
+                              "predictions are approximate", RuntimeWarning, stacklevel=2)
+            return cls(fit=fit, ep=result)
         size = _linalg.buffer_size(int(fit.marginal.sum()), fit.X.shape[0])
         return cls(fit=fit, factor=laplace_factor(K, fit.solution, fit.C, size))
 

@@ -28,6 +28,22 @@ at one (shape, r) depends on the approximation:
   (one Cholesky) with common random numbers across every (r, P, C).
 * anything else (``"sampled"``, ``"annealed"``): one evaluation per cell.
 
+Checking EP's ln N(D). EP treats the factors nu(theta_i) one at a time. Where
+the prior is much wider than the margin and strongly correlated (C -> 0 with a
+huge amplitude and length scale) each factor is nearly constant under its
+cavity, EP stops after one iteration at about sum_i ln E[nu(theta_i)], and it
+misses the rare event that every theta_i lies inside the margin together,
+which carries N(D): measured on synth at n = 100, EP gave ln N(D) = -67.9
+where tempered SMC gives -9.7 +- 0.3 (docs/selection-benchmark.md). That
+error makes the evidence run away into the corner. So every argmax the
+selection acts on (before each grid extension, after refinement) is checked
+against the annealed estimate of the same integral
+(:func:`bayesvm.annealing.annealed_log_normalization`, route "product"); where
+they disagree by more than ``_CHECK_TOLERANCE`` nats (or three standard
+errors), the annealed value replaces EP's at that cell, and the argmax is taken
+again, up to ``max_checks`` checks. The checks are kept in
+``EvidenceSurface.checks`` and a disagreement is reported with a warning.
+
 Surfaces are arrays of shape ``(n_shape, n_offset_ratio, n_C_k0, n_C)``.
 
 Local refinement. The evidence surface is not smooth enough to trust
@@ -70,6 +86,7 @@ from sklearn.model_selection import StratifiedKFold
 
 from . import _linalg
 from ._validation import check_inputs, check_kernel, check_labels
+from .annealing import annealed_log_normalization
 from .ep import ep_log_z_batch
 from .evidence import APPROXIMATIONS, LAPLACE_MARGINAL_SHARE, Evidence, naive_evidence
 from .kernels import Kernel, gram_matrix, make_kernel, squared_distances
@@ -94,6 +111,7 @@ __all__ = [
     "AXES",
     "GridEdgeWarning",
     "DegenerateSelectionWarning",
+    "NormalizationCheck",
     "Grid",
     "EvidenceSurface",
     "default_grid",
@@ -121,8 +139,25 @@ _NORMALIZATION_BATCH = 4
 _SOLVE_BATCH = 3
 #: EP runs are batched in chunks of this size (one compilation per problem size and site family)
 _EP_BATCH = 3
+#: EP's ln N(D) is accepted where the annealed estimate agrees within this many nats (or three standard errors)
+_CHECK_TOLERANCE = 1.0
 #: a selection is flagged as degenerate when no training point's plug-in P(y = +1) is further than this from 1/2
 _DEGENERATE_MARGIN = 0.1
+
+
+class NormalizationCheck(NamedTuple):
+    """EP's ln N(D) at one grid point against the annealed estimate of the same integral.
+
+    ``point`` holds the surface coordinates (``shape``, ``offset_ratio``,
+    ``C_k0``, ``C``); ``agreed`` is |ep - annealed| <= max(tolerance, 3 se);
+    where it is False the surface carries the annealed value.
+    """
+
+    point: dict
+    ep: float
+    annealed: float
+    annealed_se: float
+    agreed: bool
 
 
 class GridEdgeWarning(UserWarning):
@@ -377,8 +412,12 @@ class _Problem:
     n_samples: int
     inputs: np.ndarray
     random_state: int
+    #: at most this many annealed checks of EP's ln N(D) (module docstring)
+    max_checks: int = 0
     #: EP runs that did not converge, by site family (their surface values are NaN)
     unconverged: dict = field(default_factory=lambda: {"labels": 0, "nu": 0})
+    #: annealed checks of EP's ln N(D), by :func:`_cell_key`
+    checks: dict = field(default_factory=dict)
     _bases: dict = field(default_factory=dict)
     _draws: dict = field(default_factory=dict)
     _solutions: dict = field(default_factory=dict)
@@ -423,7 +462,30 @@ class _Problem:
         naive = _NAIVE_ESTIMATORS.get(self.approximation, _pointwise_naive_block)
         normalization = _NORMALIZATION_ESTIMATORS.get(self.normalization, _pointwise_normalization_block)
         value, se, terms = naive(self, shape, ratio, P, C)
-        return _Block(value, se, terms, normalization(self, shape, ratio, P, C))
+        estimate = normalization(self, shape, ratio, P, C)
+        for (i, p), (j, c) in itertools.product(enumerate(P), enumerate(C)):
+            check = self.checks.get(_cell_key(shape, ratio, p, c))
+            if check is not None and not check.agreed:
+                estimate.value[i, j], estimate.se[i, j] = check.annealed, check.annealed_se
+        return _Block(value, se, terms, estimate)
+
+    def check_normalization(self, point: dict, ep_value: float) -> NormalizationCheck:
+        """The annealed ln N(D) at ``point`` against EP's value there (cached)."""
+        key = _cell_key(*(point[name] for name in AXES))
+        if key not in self.checks:
+            amplitude = point["C_k0"] / point["C"]
+            kernel = self.kernel(point["shape"], amplitude, point["offset_ratio"] * amplitude)
+            with warnings.catch_warnings():  # a low run ESS shows up as a large se, which the tolerance absorbs
+                warnings.simplefilter("ignore", RuntimeWarning)
+                result = annealed_log_normalization(kernel, point["C"], self.n, self.X, route="product",
+                                                    key=self.random_state)
+            agreed = abs(ep_value - result.value) <= max(_CHECK_TOLERANCE, 3.0 * result.se)
+            self.checks[key] = NormalizationCheck(dict(point), float(ep_value), float(result.value),
+                                                  float(result.se), bool(agreed))
+        return self.checks[key]
+
+    def can_check(self) -> bool:
+        return self.normalization == "ep" and len(self.checks) < self.max_checks
 
     def map_svm(self, shape, ratio, P, C, classes) -> MapSVM:
         """The fitted MAP SVM at one point, from the cached solve (alpha rescaled by C / P)."""
@@ -469,6 +531,34 @@ def _evaluate(problem: _Problem, grid: Grid, progress) -> _Surface:
         if progress is not None:
             progress(done, len(blocks))
     return _Surface(**out)
+
+
+def _cell_key(shape, ratio, P, C) -> tuple:
+    """A grid cell's identity, robust to the rounding of exp(log(x)) in the refinement."""
+    return tuple(np.round(np.log(np.maximum([shape or 1.0, ratio or 1e-300, P, C], 1e-300)), 9).tolist()) + (
+        ratio == 0.0,
+    )
+
+
+def _point(grid: "Grid", index: tuple[int, ...]) -> dict:
+    return {name: float(axis[i]) for name, axis, i in zip(AXES, grid.axes, index)}
+
+
+def _checked_argmax(problem: "_Problem", grid: "Grid", surface: "_Surface") -> tuple[int, ...]:
+    """The argmax of ln P(D), once EP's ln N(D) there has passed the annealed check (module docstring).
+
+    A cell that fails gets the annealed value (in place) and the argmax is taken
+    again, until one passes or the check budget is spent.
+    """
+    while True:
+        index = _argmax(surface.total)
+        point = _point(grid, index)
+        if _cell_key(*point.values()) in problem.checks or not problem.can_check():
+            return index  # checked (EP agreed, or the cell carries the annealed value), or out of budget
+        check = problem.check_normalization(point, float(surface.log_normalization[index]))
+        if check.agreed:
+            return index
+        surface.log_normalization[index], surface.log_normalization_se[index] = check.annealed, check.annealed_se
 
 
 def _argmax(values: np.ndarray) -> tuple[int, ...]:
@@ -520,7 +610,9 @@ class EvidenceSurface:
     ``evidence`` the full :class:`~bayesvm.evidence.Evidence` at the optimum
     (evidence method), ``refinement`` the points the local search visited,
     ``extensions`` the grid extensions made and ``at_edge`` the axes on whose
-    edge the optimum still lies.
+    edge the optimum still lies, ``checks`` the annealed checks of EP's
+    ln N(D) (:class:`NormalizationCheck`; the surface carries the annealed
+    value where a check disagreed).
     """
 
     method: str
@@ -545,6 +637,7 @@ class EvidenceSurface:
     refinement: tuple[dict, ...] = ()
     extensions: tuple[tuple[str, str], ...] = ()
     at_edge: tuple[str, ...] = ()
+    checks: tuple[NormalizationCheck, ...] = ()
 
     @property
     def total(self) -> np.ndarray | None:
@@ -623,6 +716,7 @@ class EvidenceSurface:
             "refinement": [{key: _finite_or_none(v) for key, v in point.items()} for point in self.refinement],
             "extensions": [list(e) for e in self.extensions],
             "at_edge": list(self.at_edge),
+            "checks": [{**c._asdict(), "point": dict(c.point)} for c in self.checks],
         }
         for name in ("naive", "naive_se", "log_normalization", "log_normalization_se", "normalization_ess",
                      "total", "total_se", "n_marginal", "cv_error"):
@@ -671,6 +765,7 @@ def select_hyperparameters(
     max_extensions: int = 3,
     extend_points: int = 2,
     on_edge: str = "warn",
+    max_checks: int = 8,
     cv: int = 5,
     random_state: int = 0,
     progress: Callable[[int, int], None] | None = None,
@@ -701,6 +796,9 @@ def select_hyperparameters(
         its settings, as in ``log_evidence``.
     max_extensions, extend_points, on_edge : grid-edge handling
         (``on_edge="warn"`` or ``"raise"``; module docstring).
+    max_checks : with ``normalization="ep"``, at most this many annealed
+        checks of EP's ln N(D) at the argmax (module docstring; 0 turns them
+        off, which lets EP's known failure steer the selection).
     random_state : seed of the normalisation draws and the CV folds.
     progress : called as ``progress(done, total)`` after each batched solve.
     """
@@ -717,7 +815,7 @@ def select_hyperparameters(
         raise ValueError(f"normalization must be one of {NORMALIZATIONS}; got {normalization!r}")
     if on_edge not in ("warn", "raise"):
         raise ValueError(f"on_edge must be 'warn' or 'raise'; got {on_edge!r}")
-    for value, name in ((refine_rounds, "refine_rounds"), (max_extensions, "max_extensions")):
+    for value, name in ((refine_rounds, "refine_rounds"), (max_extensions, "max_extensions"), (max_checks, "max_checks")):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
             raise ValueError(f"{name} must be an integer >= 0; got {value!r}")
     if isinstance(extend_points, bool) or not isinstance(extend_points, (int, np.integer)) or extend_points < 1:
@@ -727,6 +825,7 @@ def select_hyperparameters(
     problem = _Problem(
         X=X, y=jnp.asarray(y_pm), template=template, approximation=approximation, determinant=determinant,
         normalization=normalization, n_samples=int(n_samples), inputs=inputs, random_state=random_state,
+        max_checks=int(max_checks),
     )
     if method == "cv":
         return _select_by_cv(problem, grid, classes, cv, random_state, progress)
@@ -739,7 +838,7 @@ def _select_by_evidence(problem, grid, classes, refine, refine_rounds, max_exten
     surface = _evaluate(problem, grid, progress)
     extensions = []
     for _ in range(max_extensions):
-        edges = _edge_axes(_argmax(surface.total), grid)
+        edges = _edge_axes(_checked_argmax(problem, grid, surface), grid)
         if not edges:
             break
         warnings.warn(
@@ -751,19 +850,20 @@ def _select_by_evidence(problem, grid, classes, refine, refine_rounds, max_exten
         for name, side in edges:
             grid, surface = _extend(problem, grid, surface, name, side, extend_points, progress)
             extensions.append((name, side))
-    index = _argmax(surface.total)
+    index = _checked_argmax(problem, grid, surface)
     at_edge = tuple(name for name, _ in _edge_axes(index, grid))
     if at_edge:
         message = (
             f"the evidence optimum is still on the grid edge along {', '.join(at_edge)} after {len(extensions)} "
-            "extension(s): the maximum may lie outside the grid, or the evidence may run away there (EP: towards "
-            "C -> 0 with a huge amplitude and length scale, docs/selection-benchmark.md; the Laplace-style form: "
-            "towards large amplitude and short length scale, DESIGN.md 2c)"
+            "extension(s): the maximum may lie outside the grid, or the evidence may run away there (EP's ln N(D) "
+            "fails towards C -> 0 with a huge amplitude and length scale, where only the annealed checks "
+            "(EvidenceSurface.checks, max_checks) correct it, docs/selection-benchmark.md; the Laplace-style "
+            "form: towards large amplitude and short length scale, DESIGN.md 2c)"
         )
         if on_edge == "raise":
             raise ValueError(message + "; widen the grid or fix those hyperparameters")
         warnings.warn(message, GridEdgeWarning, stacklevel=3)
-    point = {name: float(axis[i]) for name, axis, i in zip(AXES, grid.axes, index)}
+    point = _point(grid, index)
     value = float(surface.total[index])
     history = []
     if refine:
@@ -771,6 +871,7 @@ def _select_by_evidence(problem, grid, classes, refine, refine_rounds, max_exten
     fit = problem.map_svm(point["shape"], point["offset_ratio"], point["C_k0"], point["C"], classes)
     evidence = _evidence_at(problem, point, fit)
     _warn_unconverged(problem)
+    _warn_checks(problem, point)
     _warn_degenerate(fit)
     if problem.approximation == "laplace" and evidence.n_marginal > LAPLACE_MARGINAL_SHARE * problem.n:
         warnings.warn(
@@ -788,17 +889,16 @@ def _select_by_evidence(problem, grid, classes, refine, refine_rounds, max_exten
         log_normalization=surface.log_normalization, log_normalization_se=surface.log_normalization_se,
         normalization_ess=surface.normalization_ess, n_marginal=surface.n_marginal, evidence=evidence,
         approximation=problem.approximation, normalization=problem.normalization, refinement=tuple(history),
-        extensions=tuple(extensions), at_edge=at_edge,
+        extensions=tuple(extensions), at_edge=at_edge, checks=tuple(problem.checks.values()),
     )
 
 
 def _warn_degenerate(fit: MapSVM) -> None:
     """Warn when the chosen C and k0 make the SVM's class probabilities nearly constant.
 
-    Measured (docs/selection-benchmark.md): on synth and ionosphere the EP evidence
-    keeps rising towards C -> 0 with C k0 and the length scale growing, the limit
-    in which the likelihood becomes a logistic-like model of a huge-amplitude
-    latent; the MAP there is a hard-margin SVM whose outputs are O(1), so
+    Measured (docs/selection-benchmark.md): where EP's ln N(D) fails (C -> 0 with
+    C k0 and the length scale growing) the evidence ran into that corner; the MAP
+    there is a hard-margin SVM whose outputs are O(1), so
     P(+1 | theta*) = sigmoid(C g(theta*)) stays near 1/2 everywhere.
     """
     spread = float(np.max(np.abs(np.asarray(label_probability(jnp.asarray(fit.theta), fit.C)) - 0.5)))
@@ -820,6 +920,28 @@ def _warn_unconverged(problem: _Problem) -> None:
         warnings.warn(
             f"EP did not converge at some grid points ({', '.join(counts)} evaluations); they are left out of "
             "the maximisation (NaN on the surface)",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+
+
+def _warn_checks(problem: _Problem, point: dict) -> None:
+    """Report EP's ln N(D) failures found by the annealed checks, and a selected point left unchecked."""
+    failed = [c for c in problem.checks.values() if not c.agreed]
+    if failed:
+        worst = max(failed, key=lambda c: abs(c.annealed - c.ep))
+        warnings.warn(
+            f"EP's ln N(D) disagreed with the annealed estimate at {len(failed)} of {len(problem.checks)} checked "
+            f"point(s), by up to {abs(worst.annealed - worst.ep):.1f} nats (at C = {worst.point['C']:.3g}, "
+            f"C k0 = {worst.point['C_k0']:.3g}: EP {worst.ep:.1f}, annealed {worst.annealed:.1f} +- "
+            f"{worst.annealed_se:.1f}); the annealed values replace EP's there (EvidenceSurface.checks)",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+    if problem.normalization == "ep" and problem.max_checks > 0 and _cell_key(*point.values()) not in problem.checks:
+        warnings.warn(
+            f"the check budget (max_checks={problem.max_checks}) ran out before EP's ln N(D) at the selected point "
+            "could be checked against the annealed estimate; raise max_checks",
             RuntimeWarning,
             stacklevel=4,
         )
@@ -854,9 +976,9 @@ def _refine(problem, grid: Grid, point: dict, value: float, rounds: int):
         }
         local = Grid(**candidates)
         surface = _evaluate(problem, local, None)
-        index = _argmax(surface.total)
+        index = _checked_argmax(problem, local, surface)
         if surface.total[index] > value:
-            point = {name: float(axis[i]) for name, axis, i in zip(AXES, local.axes, index)}
+            point = _point(local, index)
             value = float(surface.total[index])
         history.append({**point, "total": value})
         steps = {name: 0.5 * h for name, h in steps.items()}
@@ -880,9 +1002,15 @@ def _evidence_at(problem: _Problem, point: dict, fit: MapSVM) -> Evidence:
         n_marginal=int(fit.marginal.sum()),
         approximation=problem.approximation,
         determinant=problem.determinant,
-        normalization=problem.normalization,
+        normalization=_cell_normalization(problem, point),
         fit=fit,
     )
+
+
+def _cell_normalization(problem: _Problem, point: dict) -> str:
+    """The estimator behind a cell's ln N(D): the selection's, or "annealed" where a check replaced EP's."""
+    check = problem.checks.get(_cell_key(*point.values()))
+    return "annealed" if check is not None and not check.agreed else problem.normalization
 
 
 def _hyperparameters(problem: _Problem, point: dict) -> dict:

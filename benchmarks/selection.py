@@ -225,6 +225,8 @@ def run_evidence(X_train, y_train, X_test, y_test, *, approximation, normalizati
         "extensions": [list(e) for e in surface.extensions] if surface is not None else [],
         "at_edge": list(surface.at_edge) if surface is not None else [],
         "refinement_steps": len(surface.refinement) if surface is not None else 0,
+        "checks": len(surface.checks) if surface is not None else 0,
+        "checks_failed": sum(not c.agreed for c in surface.checks) if surface is not None else 0,
         "flags": _flags(edge=bool(surface is not None and surface.at_edge), predicted=predicted, p_positive=p_positive,
                         n_support=len(model.support_), n_marginal=len(model.marginal_), n_train=n_train),
         "warnings": _warning_records(caught),

@@ -53,9 +53,15 @@ def test_fixed_hyperparameters_match_the_core_functions(data):
     model = BayesianSVC(**FIXED).fit(X, y)
     kernel = RBF(length_scale=1.0, amplitude=2.0, offset=1.0)
     fit = fit_map(X, y, C=1.0, kernel=kernel)
-    np.testing.assert_allclose(model.decision_function(X[:7]), fit.decision_function(X[:7]), atol=1e-9)
+    # default: EP's posterior of theta(x) behind decision_function and predict_proba
+    ep = Posterior.from_fit(fit, "ep")
+    np.testing.assert_allclose(model.decision_function(X[:7]), ep.latent(X[:7])[0], atol=1e-9)
+    np.testing.assert_allclose(model.predict_proba(X[:7])[:, 1], ep.predict_proba(X[:7]), atol=1e-12)
+    # posterior="laplace": the SVM output and Sollich's Gaussian around it
+    laplace = BayesianSVC(**FIXED, posterior="laplace").fit(X, y)
+    np.testing.assert_allclose(laplace.decision_function(X[:7]), fit.decision_function(X[:7]), atol=1e-9)
     expected = Posterior.from_fit(fit).predict_proba(X[:7], method="averaged")
-    np.testing.assert_allclose(model.predict_proba(X[:7])[:, 1], expected, atol=1e-12)
+    np.testing.assert_allclose(laplace.predict_proba(X[:7])[:, 1], expected, atol=1e-12)
     evidence = log_evidence(X, y, C=1.0, kernel=kernel, n_samples=1000, max_inputs=300)
     assert model.log_evidence_ == pytest.approx(evidence.total)
     assert model.surface_ is None

@@ -11,6 +11,7 @@ import bayesvm  # noqa: F401  (float64)
 from bayesvm.evidence import log_evidence
 from bayesvm.kernels import RBF
 from bayesvm.selection import (
+    AXES,
     DegenerateSelectionWarning,
     Grid,
     GridEdgeWarning,
@@ -247,3 +248,27 @@ def test_degenerate_selection_warns(data, surface):
         warnings.simplefilter("error", DegenerateSelectionWarning)
         warnings.simplefilter("ignore", GridEdgeWarning)
         select_hyperparameters(X, y, grid=GRID, refine=False, max_extensions=0, **SETTINGS)
+
+
+def test_annealed_check_replaces_a_failed_ep_normalization_and_moves_the_argmax():
+    # EP's ln N(D) is ~12 nats too low at the long-length-scale, huge-amplitude cell (its known failure,
+    # tests/test_ep.py), which made that cell the EP argmax; the annealed check must catch it
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=40) > 0, 1, -1)
+    corner = {"shape": 100.0, "offset_ratio": 1.0, "C_k0": 1e5, "C": 0.1}
+    grid = {"length_scale": [1.0, 100.0], "C_k0": [10.0, 1e5], "C": [0.1, 1.0]}
+    with pytest.warns(RuntimeWarning, match="EP's ln N\\(D\\) disagreed with the annealed estimate"):
+        surface = select_hyperparameters(X, y, grid=grid, max_extensions=0, refine=False, on_edge="warn")
+    failed = [c for c in surface.checks if not c.agreed]
+    assert [c.point for c in failed] == [corner]
+    assert failed[0].annealed - failed[0].ep > 5.0
+    assert surface.log_normalization[1, 0, 1, 0] == failed[0].annealed
+    assert surface.index != (1, 0, 1, 0)
+    selected = {name: surface.grid.axes[k][i] for k, (name, i) in enumerate(zip(AXES, surface.index))}
+    assert any(c.agreed and c.point == selected for c in surface.checks)
+    # without checks EP's failure steers the selection into the corner
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        unchecked = select_hyperparameters(X, y, grid=grid, max_extensions=0, refine=False, max_checks=0)
+    assert unchecked.index == (1, 0, 1, 0) and unchecked.checks == ()
