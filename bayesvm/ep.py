@@ -411,7 +411,7 @@ def _ep_loop(
     site precision is of order 1 / K_ii, so with a large amplitude (K_ii = 1e5
     and more, where the evidence selection goes) every proposal looked
     converged after one iteration: EP stopped at its first, factorised guess,
-    40-50 nats below the annealed estimate of ln N(D) (a test covers this).
+    37-58 nats below the annealed estimate of ln N(D) (a test covers this).
     """
     n = K.shape[0]
     dtype = K.dtype

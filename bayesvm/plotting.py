@@ -21,6 +21,7 @@ evidence and predictive class probabilities", Machine Learning 46 (2002).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -45,6 +46,7 @@ __all__ = [
     "plot_probability_2d",
     "plot_reliability",
     "sample_prior",
+    "save_figure",
     "unit_square_grid",
 ]
 
@@ -630,3 +632,11 @@ def plot_reliability(
         hist.set_xlabel("mean predicted probability")
         hist.set_ylabel("fraction of points")
     return diagram.figure
+
+
+def save_figure(fig: Figure, path, *, dpi: int = 90) -> Path:
+    """Write ``fig`` to ``path`` (format from the suffix), close it, and return the path."""
+    path = Path(path)
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path

@@ -31,10 +31,11 @@ at one (shape, r) depends on the approximation:
 Checking EP's ln N(D). EP treats the factors nu(theta_i) one at a time. Where
 the prior is much wider than the margin and strongly correlated (C -> 0 with a
 huge amplitude and length scale) each factor is nearly constant under its
-cavity, EP stops after one iteration at about sum_i ln E[nu(theta_i)], and it
+cavity, EP settles near the factorised value sum_i ln E[nu(theta_i)] and
 misses the rare event that every theta_i lies inside the margin together,
-which carries N(D): measured on synth at n = 100, EP gave ln N(D) = -67.9
-where tempered SMC gives -9.7 +- 0.3 (docs/selection-benchmark.md). That
+which carries N(D): on an equicorrelated prior, -17.7 against -6.86 by
+quadrature (tests/test_ep.py); on synth at n = 100, up to 53 nats below tempered
+SMC at the cells the selection ran into (docs/selection-benchmark.md). That
 error makes the evidence run away into the corner. So every argmax the
 selection acts on (before each grid extension, after refinement) is checked
 against the annealed estimate of the same integral
@@ -86,7 +87,7 @@ from sklearn.model_selection import StratifiedKFold
 
 from . import _linalg
 from ._validation import check_inputs, check_kernel, check_labels
-from .annealing import annealed_log_normalization
+from .annealing import annealed_log_normalization, prior_cholesky
 from .ep import ep_log_z_batch
 from .evidence import APPROXIMATIONS, LAPLACE_MARGINAL_SHARE, Evidence, naive_evidence
 from .kernels import Kernel, gram_matrix, make_kernel, squared_distances
@@ -420,6 +421,7 @@ class _Problem:
     checks: dict = field(default_factory=dict)
     _bases: dict = field(default_factory=dict)
     _draws: dict = field(default_factory=dict)
+    _factors: dict = field(default_factory=dict)
     _solutions: dict = field(default_factory=dict)
 
     @property
@@ -438,6 +440,12 @@ class _Problem:
         if shape not in self._bases:
             self._bases[shape] = gram_matrix(self.kernel(shape, 1.0, 0.0), jnp.asarray(self.X))
         return self._bases[shape]
+
+    def prior_factor(self, shape, ratio) -> Array:
+        """Cholesky factor of the unit-amplitude prior ``base + ratio`` (scale by sqrt(k0) for amplitude k0)."""
+        if (shape, ratio) not in self._factors:
+            self._factors[(shape, ratio)] = prior_cholesky(self.base(shape) + ratio)
+        return self._factors[(shape, ratio)]
 
     def draws(self, shape):
         if shape not in self._draws:
@@ -471,13 +479,14 @@ class _Problem:
 
     def check_normalization(self, point: dict, ep_value: float) -> NormalizationCheck:
         """The annealed ln N(D) at ``point`` against EP's value there (cached)."""
-        key = _cell_key(*(point[name] for name in AXES))
+        key = _point_key(point)
         if key not in self.checks:
             amplitude = point["C_k0"] / point["C"]
             kernel = self.kernel(point["shape"], amplitude, point["offset_ratio"] * amplitude)
             with warnings.catch_warnings():  # a low run ESS shows up as a large se, which the tolerance absorbs
                 warnings.simplefilter("ignore", RuntimeWarning)
-                result = annealed_log_normalization(kernel, point["C"], self.n, self.X, route="product",
+                chol = np.sqrt(amplitude) * self.prior_factor(point["shape"], point["offset_ratio"])
+                result = annealed_log_normalization(kernel, point["C"], self.n, self.X, route="product", chol=chol,
                                                     key=self.random_state)
             agreed = abs(ep_value - result.value) <= max(_CHECK_TOLERANCE, 3.0 * result.se)
             self.checks[key] = NormalizationCheck(dict(point), float(ep_value), float(result.value),
@@ -534,10 +543,13 @@ def _evaluate(problem: _Problem, grid: Grid, progress) -> _Surface:
 
 
 def _cell_key(shape, ratio, P, C) -> tuple:
-    """A grid cell's identity, robust to the rounding of exp(log(x)) in the refinement."""
-    return tuple(np.round(np.log(np.maximum([shape or 1.0, ratio or 1e-300, P, C], 1e-300)), 9).tolist()) + (
-        ratio == 0.0,
-    )
+    """A grid cell's identity: its log coordinates to 9 decimals (robust to the rounding of exp(log(x))
+    in the refinement; an offset ratio of 0 maps to ln of the smallest positive float)."""
+    return tuple(np.round(np.log(np.maximum([shape, ratio, P, C], np.finfo(float).tiny)), 9).tolist())
+
+
+def _point_key(point: dict) -> tuple:
+    return _cell_key(*(point[name] for name in AXES))
 
 
 def _point(grid: "Grid", index: tuple[int, ...]) -> dict:
@@ -553,7 +565,7 @@ def _checked_argmax(problem: "_Problem", grid: "Grid", surface: "_Surface") -> t
     while True:
         index = _argmax(surface.total)
         point = _point(grid, index)
-        if _cell_key(*point.values()) in problem.checks or not problem.can_check():
+        if _point_key(point) in problem.checks or not problem.can_check():
             return index  # checked (EP agreed, or the cell carries the annealed value), or out of budget
         check = problem.check_normalization(point, float(surface.log_normalization[index]))
         if check.agreed:
@@ -938,7 +950,7 @@ def _warn_checks(problem: _Problem, point: dict) -> None:
             RuntimeWarning,
             stacklevel=4,
         )
-    if problem.normalization == "ep" and problem.max_checks > 0 and _cell_key(*point.values()) not in problem.checks:
+    if problem.normalization == "ep" and problem.max_checks > 0 and _point_key(point) not in problem.checks:
         warnings.warn(
             f"the check budget (max_checks={problem.max_checks}) ran out before EP's ln N(D) at the selected point "
             "could be checked against the annealed estimate; raise max_checks",
@@ -1009,7 +1021,7 @@ def _evidence_at(problem: _Problem, point: dict, fit: MapSVM) -> Evidence:
 
 def _cell_normalization(problem: _Problem, point: dict) -> str:
     """The estimator behind a cell's ln N(D): the selection's, or "annealed" where a check replaced EP's."""
-    check = problem.checks.get(_cell_key(*point.values()))
+    check = problem.checks.get(_point_key(point))
     return "annealed" if check is not None and not check.agreed else problem.normalization
 
 

@@ -192,6 +192,18 @@ def _load() -> float | None:
     return os.getloadavg()[0] if hasattr(os, "getloadavg") else None
 
 
+def _timed(call, *args):
+    """(call(*args), wall seconds it took)."""
+    start = time.perf_counter()
+    result = call(*args)
+    return result, time.perf_counter() - start
+
+
+def _predictions(model, X_test):
+    """P(y = 1) and the predicted labels on the test part."""
+    return model.predict_proba(X_test)[:, list(model.classes_).index(1)], model.predict(X_test)
+
+
 def run_evidence(X_train, y_train, X_test, y_test, *, approximation, normalization, grid, random_state) -> dict:
     """Fit BayesianSVC (evidence selection) on the training part; score on the test part."""
     load = _load()
@@ -199,13 +211,8 @@ def run_evidence(X_train, y_train, X_test, y_test, *, approximation, normalizati
                         random_state=random_state)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        start = time.perf_counter()
-        model.fit(X_train, y_train)
-        fit_s = time.perf_counter() - start
-        start = time.perf_counter()
-        p_positive = model.predict_proba(X_test)[:, list(model.classes_).index(1)]
-        predicted = model.predict(X_test)
-        predict_s = time.perf_counter() - start
+        fit_s = _timed(model.fit, X_train, y_train)[1]
+        (p_positive, predicted), predict_s = _timed(_predictions, model, X_test)
     surface = model.surface_
     n_train = X_train.shape[0]
     return {
@@ -242,19 +249,12 @@ def run_cv_platt(X_train, y_train, X_test, y_test, *, grid, folds, n_jobs) -> di
                           n_jobs=n_jobs)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        start = time.perf_counter()
-        search.fit(X_train, y_train)
-        search_s = time.perf_counter() - start
+        search_s = _timed(search.fit, X_train, y_train)[1]
         best = search.best_params_
         calibrated = CalibratedClassifierCV(SVC(kernel="rbf", **best), method="sigmoid", cv=folds)
-        start = time.perf_counter()
-        calibrated.fit(X_train, y_train)
-        calibration_s = time.perf_counter() - start
-        start = time.perf_counter()
-        p_positive = calibrated.predict_proba(X_test)[:, list(calibrated.classes_).index(1)]
-        predicted = calibrated.predict(X_test)
+        calibration_s = _timed(calibrated.fit, X_train, y_train)[1]
+        (p_positive, predicted), predict_s = _timed(_predictions, calibrated, X_test)
         error_svc = error_rate(y_test, search.best_estimator_.predict(X_test))
-        predict_s = time.perf_counter() - start
     n_train = X_train.shape[0]
     n_support = int(search.best_estimator_.n_support_.sum())
     edge = best["C"] in (C_values.min(), C_values.max()) or best["gamma"] in (gammas.min(), gammas.max())

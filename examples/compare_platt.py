@@ -169,9 +169,7 @@ def main(argv=None) -> Path:
     print(scores_table(result))
     fig = figure(result, f"Pima, {X.shape[0]} points, {splits(args.splits)}: test predictions"
                          + (" pooled over the splits" if args.splits > 1 else ""))
-    path = args.out / "compare_platt.png"
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    path = plotting.save_figure(fig, args.out / "compare_platt.png")
     print(f"wrote {path}")
     return path
 

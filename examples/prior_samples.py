@@ -80,9 +80,7 @@ def main(argv=None) -> list[Path]:
     }
     written = []
     for name, fig in figures.items():
-        path = args.out / name
-        fig.savefig(path, dpi=90)
-        plt.close(fig)
+        path = plotting.save_figure(fig, args.out / name)
         written.append(path)
         print(f"wrote {path}")
     return written

@@ -57,6 +57,7 @@ from sklearn.model_selection import train_test_split  # noqa: E402
 import bayesvm  # noqa: E402
 from bayesvm.datasets import load_dataset  # noqa: E402
 from bayesvm.evidence import APPROXIMATIONS  # noqa: E402
+from bayesvm.plotting import save_figure  # noqa: E402
 from bayesvm.selection import NORMALIZATIONS  # noqa: E402
 
 DATASET = "breast_cancer"
@@ -246,9 +247,7 @@ def main(argv=None) -> Path:
     print(table(evidence, cv, errors, seconds, folds, cross_values(evidence, cv, X_train, y_train, folds)))
     fig = figure(evidence, cv, f"breast cancer, {len(y_train)} training points: evidence "
                                f"({evidence.approximation} / {evidence.normalization}) and {folds}-fold CV")
-    path = args.out / "select_hyperparameters.png"
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    path = save_figure(fig, args.out / "select_hyperparameters.png")
     print(f"wrote {path}")
     return path
 

@@ -237,9 +237,7 @@ def main(argv=None) -> Path:
         print(table(rows))
         print(summary(rows))
     fig = figure(data, curve, grid)
-    path = args.out / "toy_evidence.png"
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    path = plotting.save_figure(fig, args.out / "toy_evidence.png")
     print(f"wrote {path}")
     return path
 

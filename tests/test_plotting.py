@@ -469,3 +469,11 @@ def test_plot_reliability_single_axes_and_bad_input():
         bp.plot_reliability({})
     with pytest.raises(ValueError, match="must be \\(mean_predicted"):
         bp.plot_reliability({"a": (1, 2)})
+
+
+def test_save_figure_writes_the_file_and_closes_the_figure(tmp_path):
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1])
+    path = bp.save_figure(fig, tmp_path / "line.png")
+    assert path == tmp_path / "line.png" and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not plt.fignum_exists(fig.number)
