@@ -25,7 +25,7 @@ exactly invariant and only ever evaluates the tempered likelihood beta L.
 The sampler is written here in plain JAX rather than taken from BlackJAX
 (whose ``adaptive_tempered_smc`` and ``elliptical_slice`` were tried and
 measured, see docs/normalisation.md): the ellipse is drawn with the caller's
-Cholesky factor (one factor serves every amplitude at a kernel shape, and each
+square-root factor (one factor serves every amplitude at a kernel shape, and each
 shrinkage step costs O(M), not O(M^2)); the next temperature is chosen on the
 moved, equally weighted particles; the shrinkage loop is capped, which bounds
 the cost of a batched loop that otherwise runs as long as its slowest
@@ -56,7 +56,6 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import logsumexp
 
-from ._linalg import psd_cholesky
 from ._validation import check_inputs, check_kernel, check_labels, check_positive
 from .kernels import Kernel
 from .model import hinge, log_kappa, log_nu
@@ -70,7 +69,7 @@ __all__ = [
     "annealed_log_normalization",
     "mean_route_log_likelihood",
     "naive_log_likelihood",
-    "prior_cholesky",
+    "prior_factor",
     "product_route_log_likelihood",
 ]
 
@@ -148,12 +147,18 @@ def naive_log_likelihood(theta: Array, y: Array, C: Array | float) -> Array:
 # ---------------------------------------------------------------- prior factor
 
 
-def prior_cholesky(K) -> Array:
-    """Lower Cholesky factor of the prior covariance K, jittered where it is singular.
+def prior_factor(K) -> Array:
+    """A square-root factor S of the prior covariance K (S S^T = K): theta = S z with z ~ N(0, I).
 
-    Checks K, then uses the project's :func:`bayesvm._linalg.psd_cholesky`
-    (the smallest relative diagonal jitter that makes K positive definite:
-    duplicate inputs make K singular).
+    The lower Cholesky factor where K is numerically positive definite;
+    otherwise (duplicate inputs, low-rank or nearly constant kernels) the
+    symmetric eigen-factor V diag(sqrt(max(lambda, 0))), which reproduces K
+    up to rounding. A diagonal jitter would not do: it adds independent noise
+    of variance k0 x jitter to every theta_i, which at the large amplitudes
+    the selection explores swamps the margin |theta| <= 1 that nu and N(D)
+    depend on (a relative jitter of 1e-10 at k0 = 1e12 is a noise sd of 10).
+    Raises ``ValueError`` for a matrix that is not symmetric positive
+    semi-definite (an eigenvalue below -1e-8 times the largest).
     """
     K = np.asarray(K, dtype=np.float64)
     if K.ndim != 2 or K.shape[0] != K.shape[1] or K.shape[0] == 0:
@@ -163,9 +168,15 @@ def prior_cholesky(K) -> Array:
     if not np.allclose(K, K.T, rtol=1e-10, atol=1e-12 * np.max(np.abs(K))):
         raise ValueError("K must be symmetric (a covariance matrix)")
     try:
-        return jnp.asarray(psd_cholesky(K))
-    except np.linalg.LinAlgError as err:
-        raise ValueError(f"K is not a valid covariance matrix: it is not positive definite ({err})") from None
+        return jnp.asarray(np.linalg.cholesky(K))
+    except np.linalg.LinAlgError:
+        eigenvalues, vectors = np.linalg.eigh(0.5 * (K + K.T))
+    if eigenvalues[0] < -1e-8 * max(eigenvalues[-1], 0.0) or eigenvalues[-1] <= 0.0:
+        raise ValueError(
+            "K is not a valid covariance matrix: it is not positive semi-definite "
+            f"(eigenvalues from {eigenvalues[0]:.3g} to {eigenvalues[-1]:.3g})"
+        )
+    return jnp.asarray(vectors * np.sqrt(np.clip(eigenvalues, 0.0, None)))
 
 
 # ---------------------------------------------------------------- the sampler
@@ -385,8 +396,8 @@ def annealed_log_expectation(
     Parameters
     ----------
     chol
-        Lower Cholesky factor (M, M) of the prior covariance (see
-        :func:`prior_cholesky`); theta = chol z, z ~ N(0, I).
+        Square-root factor (M, M) of the prior covariance, chol chol^T = K
+        (see :func:`prior_factor`); theta = chol z, z ~ N(0, I).
     log_likelihood
         ``log_likelihood(theta, *args) -> scalar`` for theta of shape (M,), a
         JAX-traceable function. Pass a module-level function and vary ``args``
@@ -411,7 +422,7 @@ def annealed_log_expectation(
     """
     chol = jnp.asarray(chol, dtype=jnp.float64)
     if chol.ndim != 2 or chol.shape[0] != chol.shape[1]:
-        raise ValueError(f"chol must be a square lower-triangular matrix; got shape {chol.shape}")
+        raise ValueError(f"chol must be a square factor of the prior covariance; got shape {chol.shape}")
     if not callable(log_likelihood):
         raise ValueError("log_likelihood must be a callable log_likelihood(theta, *args) -> scalar")
     n_particles = _check_count(n_particles, "n_particles", 2)
@@ -527,7 +538,7 @@ def annealed_log_normalization(
         ln N(D) ~= ln E_theta[prod_i nu(theta(x_i))] (unbiased for N(D) over draws of
         the inputs from Q); n must equal len(inputs).
 
-    ``chol`` (optional) is the :func:`prior_cholesky` of ``kernel(inputs)``, to
+    ``chol`` (optional) is the :func:`prior_factor` of ``kernel(inputs)``, to
     reuse one factor; ``options`` go to :func:`annealed_log_expectation`.
     """
     kernel = check_kernel(kernel)
@@ -540,7 +551,7 @@ def annealed_log_normalization(
         raise ValueError(
             f"route='product' integrates over the n training inputs: n = {n} but inputs has {X.shape[0]} rows"
         )
-    chol = prior_cholesky(kernel(X)) if chol is None else _check_chol(chol, X.shape[0])
+    chol = prior_factor(kernel(X)) if chol is None else _check_chol(chol, X.shape[0])
     if route == "mean":
         return annealed_log_expectation(chol, mean_route_log_likelihood, args=(C, n), key=key, **options)
     return annealed_log_expectation(chol, product_route_log_likelihood, args=(C,), key=key, **options)
@@ -550,14 +561,14 @@ def annealed_log_naive_evidence(K, y, C: float, *, chol=None, key=0, **options) 
     """ln Q(D) = n ln kappa(C) + ln E_{theta ~ N(0, K)}[exp(-C sum_i l(y_i theta_i))] (DESIGN.md 2).
 
     ``K`` is the Gram matrix of the n training inputs (may be None when
-    ``chol``, its :func:`prior_cholesky`, is given); ``y`` the labels (two
+    ``chol``, its :func:`prior_factor`, is given); ``y`` the labels (two
     classes, mapped to -1/+1 with the larger one +1).
     """
     C = check_positive(C, "C")
     if chol is None:
         if K is None:
-            raise ValueError("give the Gram matrix K or its Cholesky factor chol")
-        chol = prior_cholesky(K)
+            raise ValueError("give the Gram matrix K or its square-root factor chol")
+        chol = prior_factor(K)
     n = np.asarray(chol).shape[0]
     y_pm = _labels_pm(y, n)
     chol = _check_chol(chol, n)

@@ -189,7 +189,8 @@ def run_select(args) -> int:
 
     X, y, source = _load_data(args, _DEMO_DATASET)
     options = dict(kernel=args.kernel, approximation=args.approximation, normalization=args.normalization,
-                   n_samples=args.n_samples, refine=not args.no_refine, random_state=args.seed)
+                   n_samples=args.n_samples, refine=not args.no_refine, max_checks=args.max_checks,
+                   random_state=args.seed)
     started = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -374,7 +375,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "annealed sampling (slow)")
     select.add_argument("--normalization", default="ep", choices=["ep", "prior", "annealed"],
                         help="ln N(D): expectation propagation (default), plain prior sampling, or annealed "
-                             "sampling (slow)")
+                             "sampling at every grid point (slower)")
+    select.add_argument("--max-checks", type=int, default=8,
+                        help="annealed checks of ln N(D) at the evidence maximum (default 8; 0: none)")
     select.add_argument("--n-samples", type=int, default=1000,
                         help="prior draws for --normalization prior (default 1000)")
     select.add_argument("--no-refine", action="store_true", help="skip the local refinement")

@@ -61,8 +61,12 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         (module docstring).
     probability : ``"averaged"`` (default, <Q(+1|theta)>/<nu(theta)>),
         ``"map"`` (plug-in at the posterior mean) or ``"simple"`` (<P(+1|theta)>).
-    max_checks : annealed checks of EP's ln N(D) during the selection (see
-        :func:`bayesvm.selection.select_hyperparameters`).
+    max_checks : full annealed checks of the surface's ln N(D) at the argmax
+        during the selection;
+    max_extensions, on_edge : what the selection does when the optimum lies
+        on the grid's edge (extend up to ``max_extensions`` times; then
+        ``"warn"`` or ``"raise"``); all three as in
+        :func:`bayesvm.selection.select_hyperparameters`.
     random_state : int seed of the normalisation draws (deterministic fits).
 
     Attributes
@@ -95,6 +99,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         posterior="ep",
         probability="averaged",
         max_checks=8,
+        max_extensions=3,
+        on_edge="warn",
         random_state=0,
     ):
         self.kernel = kernel
@@ -111,6 +117,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self.posterior = posterior
         self.probability = probability
         self.max_checks = max_checks
+        self.max_extensions = max_extensions
+        self.on_edge = on_edge
         self.random_state = random_state
 
     def __sklearn_tags__(self):
@@ -150,7 +158,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             self.surface_ = select_hyperparameters(
                 X, y, kernel=template, grid=fixed_grid, refine=self.refine, approximation=self.approximation,
                 normalization=self.normalization, n_samples=self.n_samples, max_inputs=self.max_inputs,
-                max_checks=self.max_checks, random_state=self.random_state,
+                max_checks=self.max_checks, max_extensions=self.max_extensions, on_edge=self.on_edge,
+                random_state=self.random_state,
             )
             self.evidence_ = self.surface_.evidence
         self._set_fitted(shape_name)

@@ -26,7 +26,16 @@ at one (shape, r) depends on the approximation:
   (cheap, but far too optimistic where many points are marginal, DESIGN.md 2c).
 * ``"prior"`` normalisation: one set of unit-amplitude prior draws per shape
   (one Cholesky) with common random numbers across every (r, P, C).
-* anything else (``"sampled"``, ``"annealed"``): one evaluation per cell.
+* ``"annealed"`` normalisation: tempered SMC over the training inputs (route
+  "product", the integral EP computes) at every cell with a screening budget
+  (``_SCREEN_ANNEALING``, about 6x cheaper than the full one), from one prior
+  factor per (shape, r) scaled by sqrt(k0). A cell whose screening runs
+  disagree is left out (NaN): its value would be biased low, i.e. its
+  evidence biased high. A single SMC path along C at fixed C k0 (one run per
+  line, the sampler's version of the line structure) was tried and dropped:
+  it took as many steps as separate runs at every cell (19 against 22 at
+  n = 100, 33 against 33 at n = 400) and drifted 1 nat low at the far end.
+* ``"sampled"`` ln Q(D): one evaluation per cell.
 
 Checking EP's ln N(D). EP treats the factors nu(theta_i) one at a time. Where
 the prior is much wider than the margin and strongly correlated (C -> 0 with a
@@ -42,8 +51,23 @@ against the annealed estimate of the same integral
 (:func:`bayesvm.annealing.annealed_log_normalization`, route "product"); where
 they disagree by more than ``_CHECK_TOLERANCE`` nats (or three standard
 errors), the annealed value replaces EP's at that cell, and the argmax is taken
-again, up to ``max_checks`` checks. The checks are kept in
-``EvidenceSurface.checks`` and a disagreement is reported with a warning.
+again, up to ``max_checks`` checks. With ``normalization="annealed"`` the
+same checks re-estimate the screening value with the full budget. A check
+whose own runs disagree (effective number of runs below half of them: on
+nearly constant priors far wider than the margin even the full budget is
+biased low by a few nats there) cannot settle the cell: it is left out of
+the maximisation (NaN). The checks are kept in ``EvidenceSurface.checks``
+and disagreements and exclusions are reported with warnings.
+
+Amplitudes float64 cannot resolve. The prior covariance k0 (base + r) is
+rounded at about eps k0 (1 + r) per entry, and sums and factorisations over
+n points make that n eps k0 (1 + r) in theta^2 units. Once this reaches the
+margin scale (``_MARGIN_RESOLUTION`` = 1e-2 against |theta| <= 1) no
+computation here means anything (EP, the sampler and the solver all see the
+margin through rounding noise), so cells with k0 above
+1e-2 / (n eps (1 + r)) (5.6e11 at n = 40, 5.6e10 at n = 400 for r = 1) are
+left out and the selection says so. The selection ran there on Ripley's synth
+before (amplitudes 1e13 to 1e15, docs/selection-benchmark.md).
 
 Surfaces are arrays of shape ``(n_shape, n_offset_ratio, n_C_k0, n_C)``.
 
@@ -87,7 +111,7 @@ from sklearn.model_selection import StratifiedKFold
 
 from . import _linalg
 from ._validation import check_inputs, check_kernel, check_labels
-from .annealing import annealed_log_normalization, prior_cholesky
+from .annealing import AnnealingResult, annealed_log_normalization, prior_factor
 from .ep import ep_log_z_batch
 from .evidence import APPROXIMATIONS, LAPLACE_MARGINAL_SHARE, Evidence, naive_evidence
 from .kernels import Kernel, gram_matrix, make_kernel, squared_distances
@@ -96,7 +120,6 @@ from .model import label_probability
 from .normalization import METHODS as NORMALIZATION_METHODS
 from .normalization import (
     NormalizationEstimate,
-    log_normalization,
     log_normalization_from_draws,
     normalization_inputs,
     prior_draws,
@@ -140,25 +163,42 @@ _NORMALIZATION_BATCH = 4
 _SOLVE_BATCH = 3
 #: EP runs are batched in chunks of this size (one compilation per problem size and site family)
 _EP_BATCH = 3
-#: EP's ln N(D) is accepted where the annealed estimate agrees within this many nats (or three standard errors)
+#: a surface's ln N(D) is accepted where the checking annealed estimate agrees within this many nats (or 3 se)
 _CHECK_TOLERANCE = 1.0
+#: the rounding error allowed in the prior covariance, theta^2 units (against the margin |theta| <= 1)
+_MARGIN_RESOLUTION = 1e-2
+#: tempered SMC budget for ln N(D) on every grid cell (a screen, about 6x cheaper than the defaults of
+#: annealed_log_expectation, which the checks at the argmax use)
+_SCREEN_ANNEALING = {"n_particles": 64, "n_runs": 8, "n_mcmc_steps": 3}
 #: a selection is flagged as degenerate when no training point's plug-in P(y = +1) is further than this from 1/2
 _DEGENERATE_MARGIN = 0.1
 
 
 class NormalizationCheck(NamedTuple):
-    """EP's ln N(D) at one grid point against the annealed estimate of the same integral.
+    """The surface's ln N(D) at one grid point against a full annealed estimate of the same integral.
 
     ``point`` holds the surface coordinates (``shape``, ``offset_ratio``,
-    ``C_k0``, ``C``); ``agreed`` is |ep - annealed| <= max(tolerance, 3 se);
-    where it is False the surface carries the annealed value.
+    ``C_k0``, ``C``); ``surface`` is the value the surface had there (EP's, or
+    the screening annealed run's); ``agreed`` is
+    |surface - annealed| <= max(tolerance, 3 se); ``reliable`` says the full
+    run's independent runs agree (effective number of runs at least half of
+    them; below that the annealed value is biased low and its se is not to be
+    trusted). Where the check is unreliable the cell is left out of the
+    maximisation (NaN); where it disagrees the surface carries the annealed value.
     """
 
     point: dict
-    ep: float
+    surface: float
     annealed: float
     annealed_se: float
     agreed: bool
+    reliable: bool
+
+    def correction(self) -> tuple[float, float] | None:
+        """(ln N(D), se) the surface must carry at this cell instead of its own value, or None."""
+        if not self.reliable:
+            return np.nan, np.nan
+        return None if self.agreed else (self.annealed, self.annealed_se)
 
 
 class GridEdgeWarning(UserWarning):
@@ -346,17 +386,21 @@ def _prior_block(problem: "_Problem", shape, ratio, P, C) -> NormalizationEstima
     return NormalizationEstimate(*(np.asarray(v) for v in estimate))
 
 
-def _pointwise_normalization_block(problem: "_Problem", shape, ratio, P, C) -> NormalizationEstimate:
-    """Any method of :func:`bayesvm.normalization.log_normalization`, point by point."""
-    inputs = problem.X if problem.normalization == "ep" else problem.inputs
-    points = [
-        log_normalization(kernel=problem.kernel(shape, p / c, ratio * p / c), C=float(c), n=problem.n, inputs=inputs,
-                          method=problem.normalization, n_samples=problem.n_samples, max_inputs=inputs.shape[0],
-                          random_state=problem.random_state)
-        for p in P for c in C
-    ]
-    return NormalizationEstimate(*(np.reshape([float(getattr(e, f)) for e in points], (len(P), len(C)))
-                                   for f in NormalizationEstimate._fields))
+def _annealed_normalization_block(problem: "_Problem", shape, ratio, P, C) -> NormalizationEstimate:
+    """ln N(D) by tempered SMC over the training inputs (route "product"), cell by cell, with the screening budget.
+
+    A cell whose runs disagree (effective number of runs below half of them:
+    the value is biased low, its se unreliable) is NaN, as are cells the
+    problem cannot resolve (:meth:`_Problem.resolvable`).
+    """
+    size = (len(P), len(C))
+    out = {name: np.full(size, np.nan) for name in ("value", "se", "ess")}
+    for i, j in zip(*np.nonzero(problem.resolvable(ratio, P, C))):
+        result = problem.annealed_normalization(shape, ratio, P[i], C[j], screen=True)
+        out["value"][i, j] = result.value if result.ess >= 0.5 * result.n_runs else np.nan
+        out["se"][i, j], out["ess"][i, j] = result.se, result.ess
+    n_samples = np.full(size, float(_SCREEN_ANNEALING["n_particles"] * _SCREEN_ANNEALING["n_runs"]))
+    return NormalizationEstimate(n_samples=n_samples, **out)
 
 
 def _ep_values(problem: "_Problem", shape, ratio, P, C, sites: str) -> np.ndarray:
@@ -366,8 +410,9 @@ def _ep_values(problem: "_Problem", shape, ratio, P, C, sites: str) -> np.ndarra
     so grid, extension slabs, refinement and the final point share one
     compilation per problem size.
     """
+    resolvable = problem.resolvable(ratio, P, C)
     P, C = np.meshgrid(np.asarray(P, dtype=np.float64), np.asarray(C, dtype=np.float64), indexing="ij")
-    scales, Cs = (P / C).ravel(), C.ravel()
+    scales, Cs = (P / C)[resolvable], C[resolvable]
     Kt = problem.base(shape) + ratio
     y = problem.y if sites == "labels" else None
     log_z, converged = np.empty(Cs.size), np.empty(Cs.size, dtype=bool)
@@ -378,7 +423,9 @@ def _ep_values(problem: "_Problem", shape, ratio, P, C, sites: str) -> np.ndarra
         log_z[start : start + _EP_BATCH] = np.asarray(batch.log_z)[kept]
         converged[start : start + _EP_BATCH] = np.asarray(batch.converged)[kept]
     problem.unconverged[sites] += int(np.sum(~converged))
-    return np.where(converged, log_z, np.nan).reshape(P.shape)
+    values = np.full(P.shape, np.nan)
+    values[resolvable] = np.where(converged, log_z, np.nan)
+    return values
 
 
 def _ep_block(problem: "_Problem", shape, ratio, P, C):
@@ -396,8 +443,14 @@ def _ep_normalization_block(problem: "_Problem", shape, ratio, P, C) -> Normaliz
 #: ln Q(D) on lines of C: (problem, shape, offset ratio, P, C) -> (value, se, terms or None), each (nP, nC).
 #: "laplace" and "ep" are evaluated in one batch per block; "sampled" falls back to one evaluation per point.
 _NAIVE_ESTIMATORS: dict[str, Callable] = {"laplace": _laplace_block, "ep": _ep_block}
+#: ln N(D) estimators whose value at every argmax is checked against a full annealed run (module docstring)
+_CHECKED = ("ep", "annealed")
 #: ln N(D) on lines of C: (problem, shape, offset ratio, P, C) -> NormalizationEstimate of (nP, nC) arrays
-_NORMALIZATION_ESTIMATORS: dict[str, Callable] = {"prior": _prior_block, "ep": _ep_normalization_block}
+_NORMALIZATION_ESTIMATORS: dict[str, Callable] = {
+    "prior": _prior_block,
+    "ep": _ep_normalization_block,
+    "annealed": _annealed_normalization_block,
+}
 
 
 @dataclass
@@ -413,12 +466,15 @@ class _Problem:
     n_samples: int
     inputs: np.ndarray
     random_state: int
-    #: at most this many annealed checks of EP's ln N(D) (module docstring)
+    #: at most this many full annealed checks of the surface's ln N(D) (module docstring)
     max_checks: int = 0
     #: EP runs that did not converge, by site family (their surface values are NaN)
     unconverged: dict = field(default_factory=lambda: {"labels": 0, "nu": 0})
-    #: annealed checks of EP's ln N(D), by :func:`_cell_key`
+    #: full annealed checks of the surface's ln N(D), by :func:`_cell_key`
     checks: dict = field(default_factory=dict)
+    #: keys of the cells left out because float64 cannot resolve their amplitude (:meth:`resolvable`)
+    unresolvable: set = field(default_factory=set)
+    _annealed: dict = field(default_factory=dict)
     _bases: dict = field(default_factory=dict)
     _draws: dict = field(default_factory=dict)
     _factors: dict = field(default_factory=dict)
@@ -442,9 +498,9 @@ class _Problem:
         return self._bases[shape]
 
     def prior_factor(self, shape, ratio) -> Array:
-        """Cholesky factor of the unit-amplitude prior ``base + ratio`` (scale by sqrt(k0) for amplitude k0)."""
+        """Square-root factor (:func:`prior_factor`) of the unit-amplitude prior ``base + ratio`` (scale by sqrt(k0) for amplitude k0)."""
         if (shape, ratio) not in self._factors:
-            self._factors[(shape, ratio)] = prior_cholesky(self.base(shape) + ratio)
+            self._factors[(shape, ratio)] = prior_factor(self.base(shape) + ratio)
         return self._factors[(shape, ratio)]
 
     def draws(self, shape):
@@ -468,33 +524,65 @@ class _Problem:
 
     def block(self, shape, ratio, P, C) -> _Block:
         naive = _NAIVE_ESTIMATORS.get(self.approximation, _pointwise_naive_block)
-        normalization = _NORMALIZATION_ESTIMATORS.get(self.normalization, _pointwise_normalization_block)
+        normalization = _NORMALIZATION_ESTIMATORS[self.normalization]
         value, se, terms = naive(self, shape, ratio, P, C)
         estimate = normalization(self, shape, ratio, P, C)
+        resolvable = self.resolvable(ratio, P, C)
+        value = np.where(resolvable, value, np.nan)
+        estimate = estimate._replace(value=np.where(resolvable, estimate.value, np.nan))
+        self.unresolvable.update(_cell_key(shape, ratio, P[i], C[j]) for i, j in zip(*np.nonzero(~resolvable)))
         for (i, p), (j, c) in itertools.product(enumerate(P), enumerate(C)):
             check = self.checks.get(_cell_key(shape, ratio, p, c))
-            if check is not None and not check.agreed:
-                estimate.value[i, j], estimate.se[i, j] = check.annealed, check.annealed_se
+            if check is not None and check.correction() is not None:
+                estimate.value[i, j], estimate.se[i, j] = check.correction()
         return _Block(value, se, terms, estimate)
 
-    def check_normalization(self, point: dict, ep_value: float) -> NormalizationCheck:
-        """The annealed ln N(D) at ``point`` against EP's value there (cached)."""
+    def max_amplitude(self, ratio) -> float:
+        """The largest amplitude k0 at which float64 resolves the margin (module docstring).
+
+        The prior covariance k0 (base + ratio) has entries up to k0 (1 + ratio);
+        sums and factorisations over n points carry a rounding error of about
+        n eps k0 (1 + ratio) in theta^2 units, which must stay below
+        ``_MARGIN_RESOLUTION`` against the margin |theta| <= 1.
+        """
+        return _MARGIN_RESOLUTION / (self.n * np.finfo(np.float64).eps * (1.0 + ratio))
+
+    def resolvable(self, ratio, P, C) -> np.ndarray:
+        """(len(P), len(C)) mask of the cells whose amplitude P / C float64 can resolve."""
+        return np.divide.outer(np.asarray(P, dtype=np.float64), np.asarray(C, dtype=np.float64)) <= self.max_amplitude(ratio)
+
+    def annealed_normalization(self, shape, ratio, P, C, *, screen: bool) -> AnnealingResult:
+        """ln N(D) at one cell by tempered SMC over the training inputs (route "product"; cached).
+
+        ``screen``: the cheap budget of every grid cell (seed ``random_state + 1``),
+        else the sampler's defaults (seed ``random_state``), as in the checks.
+        """
+        key = (_cell_key(shape, ratio, P, C), screen)
+        if key not in self._annealed:
+            amplitude = P / C
+            kernel = self.kernel(shape, amplitude, ratio * amplitude)
+            chol = np.sqrt(amplitude) * self.prior_factor(shape, ratio)
+            options = _SCREEN_ANNEALING if screen else {}
+            with warnings.catch_warnings():  # a low run ESS shows up as a large se, which the checks absorb
+                warnings.simplefilter("ignore", RuntimeWarning)
+                self._annealed[key] = annealed_log_normalization(
+                    kernel, C, self.n, self.X, route="product", chol=chol, key=self.random_state + (1 if screen else 0), **options
+                )
+        return self._annealed[key]
+
+    def check_normalization(self, point: dict, value: float) -> NormalizationCheck:
+        """The full annealed ln N(D) at ``point`` against the surface's ``value`` there (cached)."""
         key = _point_key(point)
         if key not in self.checks:
-            amplitude = point["C_k0"] / point["C"]
-            kernel = self.kernel(point["shape"], amplitude, point["offset_ratio"] * amplitude)
-            with warnings.catch_warnings():  # a low run ESS shows up as a large se, which the tolerance absorbs
-                warnings.simplefilter("ignore", RuntimeWarning)
-                chol = np.sqrt(amplitude) * self.prior_factor(point["shape"], point["offset_ratio"])
-                result = annealed_log_normalization(kernel, point["C"], self.n, self.X, route="product", chol=chol,
-                                                    key=self.random_state)
-            agreed = abs(ep_value - result.value) <= max(_CHECK_TOLERANCE, 3.0 * result.se)
-            self.checks[key] = NormalizationCheck(dict(point), float(ep_value), float(result.value),
-                                                  float(result.se), bool(agreed))
+            result = self.annealed_normalization(*(point[name] for name in AXES), screen=False)
+            agreed = abs(value - result.value) <= max(_CHECK_TOLERANCE, 3.0 * result.se)
+            reliable = result.ess >= 0.5 * result.n_runs
+            self.checks[key] = NormalizationCheck(dict(point), float(value), float(result.value),
+                                                  float(result.se), bool(agreed), bool(reliable))
         return self.checks[key]
 
     def can_check(self) -> bool:
-        return self.normalization == "ep" and len(self.checks) < self.max_checks
+        return self.normalization in _CHECKED and len(self.checks) < self.max_checks
 
     def map_svm(self, shape, ratio, P, C, classes) -> MapSVM:
         """The fitted MAP SVM at one point, from the cached solve (alpha rescaled by C / P)."""
@@ -557,10 +645,11 @@ def _point(grid: "Grid", index: tuple[int, ...]) -> dict:
 
 
 def _checked_argmax(problem: "_Problem", grid: "Grid", surface: "_Surface") -> tuple[int, ...]:
-    """The argmax of ln P(D), once EP's ln N(D) there has passed the annealed check (module docstring).
+    """The argmax of ln P(D), once the surface's ln N(D) there has passed the full annealed check.
 
-    A cell that fails gets the annealed value (in place) and the argmax is taken
-    again, until one passes or the check budget is spent.
+    A cell that fails gets the full annealed value, or NaN where that is
+    unreliable (in place), and the argmax is taken again, until one passes or
+    the check budget is spent (module docstring).
     """
     while True:
         index = _argmax(surface.total)
@@ -568,9 +657,9 @@ def _checked_argmax(problem: "_Problem", grid: "Grid", surface: "_Surface") -> t
         if _point_key(point) in problem.checks or not problem.can_check():
             return index  # checked (EP agreed, or the cell carries the annealed value), or out of budget
         check = problem.check_normalization(point, float(surface.log_normalization[index]))
-        if check.agreed:
+        if check.correction() is None:
             return index
-        surface.log_normalization[index], surface.log_normalization_se[index] = check.annealed, check.annealed_se
+        surface.log_normalization[index], surface.log_normalization_se[index] = check.correction()
 
 
 def _argmax(values: np.ndarray) -> tuple[int, ...]:
@@ -804,13 +893,20 @@ def select_hyperparameters(
         ``"ep"`` and ``"laplace"`` are evaluated a block at a time (module
         docstring), ``"sampled"`` point by point (slow: a check, not a default).
     normalization, normalization_inputs_from, n_samples, max_inputs :
-        ln N(D) estimator (``"ep"``, default; ``"prior"``, ``"annealed"``) and
-        its settings, as in ``log_evidence``.
+        ln N(D) estimator and its settings: ``"ep"`` (default; wrong by tens
+        of nats in the C -> 0, large-amplitude corner, where the checks
+        correct it), ``"annealed"`` (tempered SMC over the training inputs at
+        every cell with a screening budget, module docstring; slower, and
+        itself biased low where its runs disagree, which leaves such cells
+        out), ``"prior"`` (plain sampling, biased low at realistic n;
+        ``normalization_inputs_from``, ``n_samples`` and ``max_inputs`` apply
+        to it only).
     max_extensions, extend_points, on_edge : grid-edge handling
         (``on_edge="warn"`` or ``"raise"``; module docstring).
-    max_checks : with ``normalization="ep"``, at most this many annealed
-        checks of EP's ln N(D) at the argmax (module docstring; 0 turns them
-        off, which lets EP's known failure steer the selection).
+    max_checks : with ``normalization="annealed"`` or ``"ep"``, at most this
+        many full annealed checks of the surface's ln N(D) at the argmax
+        (module docstring; 0 turns them off, which lets EP's known failure, or
+        a low-biased screening estimate, steer the selection).
     random_state : seed of the normalisation draws and the CV folds.
     progress : called as ``progress(done, total)`` after each batched solve.
     """
@@ -883,6 +979,7 @@ def _select_by_evidence(problem, grid, classes, refine, refine_rounds, max_exten
     fit = problem.map_svm(point["shape"], point["offset_ratio"], point["C_k0"], point["C"], classes)
     evidence = _evidence_at(problem, point, fit)
     _warn_unconverged(problem)
+    _warn_unresolvable(problem)
     _warn_checks(problem, point)
     _warn_degenerate(fit)
     if problem.approximation == "laplace" and evidence.n_marginal > LAPLACE_MARGINAL_SHARE * problem.n:
@@ -937,23 +1034,45 @@ def _warn_unconverged(problem: _Problem) -> None:
         )
 
 
-def _warn_checks(problem: _Problem, point: dict) -> None:
-    """Report EP's ln N(D) failures found by the annealed checks, and a selected point left unchecked."""
-    failed = [c for c in problem.checks.values() if not c.agreed]
-    if failed:
-        worst = max(failed, key=lambda c: abs(c.annealed - c.ep))
+def _warn_unresolvable(problem: _Problem) -> None:
+    if problem.unresolvable:
         warnings.warn(
-            f"EP's ln N(D) disagreed with the annealed estimate at {len(failed)} of {len(problem.checks)} checked "
-            f"point(s), by up to {abs(worst.annealed - worst.ep):.1f} nats (at C = {worst.point['C']:.3g}, "
-            f"C k0 = {worst.point['C_k0']:.3g}: EP {worst.ep:.1f}, annealed {worst.annealed:.1f} +- "
-            f"{worst.annealed_se:.1f}); the annealed values replace EP's there (EvidenceSurface.checks)",
+            f"{len(problem.unresolvable)} grid point(s) have an amplitude beyond what float64 resolves at n = "
+            f"{problem.n} (k0 > {problem.max_amplitude(1.0):.2g} for offset ratio 1: rounding in the prior covariance "
+            "reaches the margin |theta| <= 1); they are left out of the maximisation (NaN on the surface)",
             RuntimeWarning,
             stacklevel=4,
         )
-    if problem.normalization == "ep" and problem.max_checks > 0 and _point_key(point) not in problem.checks:
+
+
+def _warn_checks(problem: _Problem, point: dict) -> None:
+    """Report the surface's ln N(D) failures found by the annealed checks, and a selected point left unchecked."""
+    unreliable = [c for c in problem.checks.values() if not c.reliable]
+    if unreliable:
         warnings.warn(
-            f"the check budget (max_checks={problem.max_checks}) ran out before EP's ln N(D) at the selected point "
-            "could be checked against the annealed estimate; raise max_checks",
+            f"ln N(D) could not be estimated reliably at {len(unreliable)} of {len(problem.checks)} checked "
+            "point(s) (the annealing runs disagree: a prior far wider than the margin and nearly constant over "
+            "the data, where every estimator fails); they were left out of the maximisation (NaN on the surface)",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+    failed = [c for c in problem.checks.values() if c.reliable and not c.agreed]
+    name = {"ep": "EP's", "annealed": "the screening annealed"}.get(problem.normalization)
+    if failed:
+        worst = max(failed, key=lambda c: abs(c.annealed - c.surface))
+        warnings.warn(
+            f"{name} ln N(D) disagreed with the full annealed estimate at {len(failed)} of {len(problem.checks)} "
+            f"checked point(s), by up to {abs(worst.annealed - worst.surface):.1f} nats (at C = "
+            f"{worst.point['C']:.3g}, C k0 = {worst.point['C_k0']:.3g}: {worst.surface:.1f} against "
+            f"{worst.annealed:.1f} +- {worst.annealed_se:.1f}); the full values replace the surface's there "
+            "(EvidenceSurface.checks)",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+    if problem.normalization in _CHECKED and problem.max_checks > 0 and _point_key(point) not in problem.checks:
+        warnings.warn(
+            f"the check budget (max_checks={problem.max_checks}) ran out before {name} ln N(D) at the selected "
+            "point could be checked against the full annealed estimate; raise max_checks",
             RuntimeWarning,
             stacklevel=4,
         )

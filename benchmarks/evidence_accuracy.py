@@ -77,7 +77,7 @@ from scipy.stats import pearsonr, spearmanr
 from sklearn.model_selection import train_test_split
 
 import bayesvm
-from bayesvm.annealing import annealed_log_naive_evidence, prior_cholesky
+from bayesvm.annealing import annealed_log_naive_evidence, prior_factor
 from bayesvm.datasets import load_dataset, make_toy
 from bayesvm.ep import ep_log_evidence, ep_log_normalization
 from bayesvm.evidence import naive_evidence
@@ -245,7 +245,7 @@ def evaluate(X, y, point: dict, seed: int) -> dict:
         log_normalization_ep=float(ep_norm.log_z), log_normalization_ep_converged=bool(ep_norm.converged),
         warnings=sorted(set(caught)),
     )
-    chol = prior_cholesky(K_j)
+    chol = prior_factor(K_j)
     stage1 = sampled(chol, fit.y, fit.C, seed, STAGE1)
     stages = [stage1]
     if not stage1["trusted"]:

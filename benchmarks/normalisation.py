@@ -35,7 +35,7 @@ from bayesvm.annealing import (
     annealed_log_expectation,
     annealed_log_normalization,
     mean_route_log_likelihood,
-    prior_cholesky,
+    prior_factor,
 )
 from bayesvm.kernels import RBF
 from bayesvm.normalization import log_normalization
@@ -72,7 +72,7 @@ def annealed_row(result, seconds) -> dict:
 
 def study_bias(kernel, C, m: int = 200, ns=(10, 30, 100, 300, 1000), plain_samples=(2000, 20000)) -> list[dict]:
     X = uniform_inputs(m, seed=0)
-    chol = prior_cholesky(kernel(X))
+    chol = prior_factor(kernel(X))
     annealed_log_normalization(kernel, C, 10, X, chol=chol, key=99)  # compile
     rows = []
     for n in ns:
@@ -94,7 +94,7 @@ def study_bias(kernel, C, m: int = 200, ns=(10, 30, 100, 300, 1000), plain_sampl
 def study_hard_particles(m: int = 200, n: int = 1000, settings=((128, 16), (512, 16), (2048, 8))) -> list[dict]:
     """The hard toy at n = 1000: how the annealed estimate moves with the particle count."""
     X = uniform_inputs(m, seed=0)
-    chol = prior_cholesky(HARD_KERNEL(X))
+    chol = prior_factor(HARD_KERNEL(X))
     rows = []
     for n_particles, n_runs in settings:
         result, seconds = timed(
@@ -114,7 +114,7 @@ def study_hard_particles(m: int = 200, n: int = 1000, settings=((128, 16), (512,
 
 def study_agreement(n: int = 1000, m: int = 500) -> dict:
     X = uniform_inputs(m, seed=1)
-    chol = prior_cholesky(KERNEL(X))
+    chol = prior_factor(KERNEL(X))
     runs = {}
     for name, options in [
         ("adaptive seed 1", dict(key=1)),
@@ -130,7 +130,7 @@ def study_cost(
     n: int = 1000, m: int = 500, settings=((64, 16, 2), (64, 16, 5), (128, 16, 5), (256, 8, 5)), seeds=(7, 8)
 ) -> list[dict]:
     X = uniform_inputs(m, seed=1)
-    chol, seconds_chol = timed(prior_cholesky, KERNEL(X))
+    chol, seconds_chol = timed(prior_factor, KERNEL(X))
     rows = []
     for n_particles, n_runs, n_steps in settings:
         options = dict(args=(C, n), n_particles=n_particles, n_runs=n_runs, n_mcmc_steps=n_steps)
@@ -159,7 +159,7 @@ def study_routes(n: int = 300, m_mean: int = 500, draws: int = 3) -> list[dict]:
         ("mean", f"mean, M = n = {n} training inputs", [uniform_inputs(n, seed=10 + d) for d in range(draws)]),
         ("product", f"product, n = {n} training inputs", [uniform_inputs(n, seed=10 + d) for d in range(draws)]),
     ]:
-        chols = [prior_cholesky(KERNEL(X)) for X in inputs_list]
+        chols = [prior_factor(KERNEL(X)) for X in inputs_list]
         annealed_log_normalization(KERNEL, C, n, inputs_list[0], route=route, chol=chols[0], key=99)  # compile
         results = []
         for d, (X, chol) in enumerate(zip(inputs_list, chols)):

@@ -19,7 +19,7 @@ from bayesvm.annealing import (
     annealed_log_expectation,
     annealed_log_naive_evidence,
     annealed_log_normalization,
-    prior_cholesky,
+    prior_factor,
 )
 from bayesvm.kernels import RBF
 
@@ -92,7 +92,7 @@ def test_generic_estimator_matches_gaussian_closed_form():
     def log_gauss(theta, m, s):
         return -jnp.sum((theta - m) ** 2) / (2 * s**2)
 
-    chol = prior_cholesky(K)
+    chol = prior_factor(K)
     fixed_schedule = np.concatenate([[0.0], np.geomspace(1e-3, 1, 12)])
     adaptive = annealed_log_expectation(chol, log_gauss, args=(m, s), key=0)
     assert_close(adaptive, exact)
@@ -163,21 +163,31 @@ def test_naive_evidence_two_points_matches_quadrature():
     result = annealed_log_naive_evidence(K, y, C, key=0)
     assert_close(result, exact)
     # the same integral from the factor alone, a different key
-    again = annealed_log_naive_evidence(None, y, C, chol=prior_cholesky(K), key=1)
+    again = annealed_log_naive_evidence(None, y, C, chol=prior_factor(K), key=1)
     assert abs(again.value - result.value) < N_SE * np.hypot(again.se, result.se)
 
 
-def test_prior_cholesky_handles_duplicate_inputs():
+def test_prior_factor_handles_duplicate_inputs():
     X = np.array([[0.0], [0.0], [1.0]])
     K = np.asarray(KERNEL(X))
-    chol = np.asarray(prior_cholesky(K))
+    chol = np.asarray(prior_factor(K))
     assert np.all(np.isfinite(chol))
     np.testing.assert_allclose(chol @ chol.T, K, atol=1e-6)
 
 
-def test_prior_cholesky_rejects_indefinite_matrix():
-    with pytest.raises(ValueError, match="positive definite"):
-        prior_cholesky(np.array([[1.0, 2.0], [2.0, 1.0]]))
+def test_prior_factor_rejects_indefinite_matrix():
+    with pytest.raises(ValueError, match="positive semi-definite"):
+        prior_factor(np.array([[1.0, 2.0], [2.0, 1.0]]))
+
+
+def test_prior_factor_of_a_singular_matrix_adds_no_jitter():
+    # a rank-one prior scaled to a huge amplitude: a jittered factor would put noise of sd
+    # sqrt(k0 * jitter) >> 1 on every theta_i; the eigen-factor keeps theta_i - theta_j = 0
+    K = 1e12 * np.ones((5, 5))
+    chol = np.asarray(prior_factor(K))
+    np.testing.assert_allclose(chol @ chol.T, K, rtol=1e-12)
+    theta = chol @ np.random.default_rng(0).standard_normal((5, 1000))
+    assert np.max(np.abs(theta - theta[0])) < 1e-3 * np.max(np.abs(theta[0]))
 
 
 @pytest.mark.parametrize(

@@ -59,6 +59,7 @@ def test_select_csv_prints_table_and_writes_json_and_plot(tmp_path, toy, capsys)
         ("a,b,label\n1,2,x\n3,4,x\n", ["--target", "label"], "1 class"),
         ("a,b,label\n1,2,x\n3,4,y\n5,6,z\n", ["--target", "label"], "3 class"),
         ("a,b,label\n1,2,x\n3,4,y\n", [], "--target COLUMN is required"),
+        ("a,b,label\n1,2,x\n3,4,y\n", ["--target", "label", "--max-checks", "-1"], "max_checks must be an integer >= 0"),
     ],
 )
 def test_bad_input_gives_one_line_error(tmp_path, capsys, content, args, message):

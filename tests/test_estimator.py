@@ -124,3 +124,16 @@ def test_multiclass_and_inconsistent_parameters_are_refused(data):
         BayesianSVC(**FIXED, probability="platt").fit(X, np.arange(60) % 2)
     with pytest.raises(ValueError, match="length_scale does not apply"):
         BayesianSVC(kernel="linear", length_scale=1.0).fit(X, np.arange(60) % 2)
+
+
+def test_grid_edge_settings_reach_the_selection(data):
+    X, y = data
+    # with two values on every searched axis any optimum lies on an edge
+    grid = {"length_scale": [1.0, 3.0], "C_k0": [1.0, 10.0], "C": [0.5, 2.0]}
+    settings = dict(grid=grid, approximation="laplace", normalization="prior", n_samples=200, max_inputs=50,
+                    refine=False, max_extensions=0)
+    with pytest.raises(ValueError, match="grid edge"):
+        BayesianSVC(**settings, on_edge="raise").fit(X, y)
+    with pytest.warns(GridEdgeWarning, match="after 0 extension"):
+        model = BayesianSVC(**settings, on_edge="warn").fit(X, y)
+    assert model.surface_.extensions == () and model.surface_.at_edge
