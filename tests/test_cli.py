@@ -92,6 +92,23 @@ def test_demo_prints_evidence_and_error_bar_table(capsys):
         assert (p_map >= 0.5) == (theta >= 0) == (p_avg >= 0.5)
 
 
+def test_select_demo_scores_held_out_points(capsys, monkeypatch):
+    from sklearn.model_selection import train_test_split
+
+    from bayesvm import cli
+    from bayesvm.datasets import load_dataset
+
+    monkeypatch.setattr(cli, "_DEMO_TRAIN", 40)  # the real demo trains on 150 points (about a minute)
+    assert main(["select", "--demo", "--no-refine"]) == 0
+    out = capsys.readouterr().out
+    data = load_dataset("breast_cancer")
+    assert "a stratified 40-point training subsample" in out and f"held-out points ({len(data.y) - 40};" in out
+    reported = float(next(line for line in out.splitlines() if line.strip().startswith("error ")).split()[-1])
+    # the same split by hand: well under the error of predicting the majority class
+    _, _, _, y_test = train_test_split(data.X, data.y, train_size=40, stratify=data.y, random_state=0)
+    assert reported < 0.5 * min(np.mean(y_test == 1), np.mean(y_test == -1))
+
+
 def test_console_script_runs_as_a_subprocess(tmp_path, toy):
     X, y = toy
     data = write_csv(tmp_path / "toy.csv", X, y)
