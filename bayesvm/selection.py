@@ -44,8 +44,11 @@ cavity, EP settles near the factorised value sum_i ln E[nu(theta_i)] and
 misses the rare event that every theta_i lies inside the margin together,
 which carries N(D): on an equicorrelated prior, -17.7 against -6.86 by
 quadrature (tests/test_ep.py); on synth at n = 100, up to 53 nats below tempered
-SMC at the cells the selection ran into (docs/selection-benchmark.md). That
-error makes the evidence run away into the corner. So every argmax the
+SMC at the cells the selection ran into (docs/selection-benchmark.md). It
+also fails at ordinary settings on larger data where nu's two modes at
+theta = +-1 matter: on Pima, 17 nats low at C = 1, amplitude 1 (n = 280) and
+51 at amplitude 0.3 (n = 537). That error makes the evidence run away into
+the cells where it is worst. So every argmax the
 selection acts on (before each grid extension, after refinement) is checked
 against the annealed estimate of the same integral
 (:func:`bayesvm.annealing.annealed_log_normalization`, route "product"); where
@@ -711,9 +714,9 @@ class EvidenceSurface:
     ``evidence`` the full :class:`~bayesvm.evidence.Evidence` at the optimum
     (evidence method), ``refinement`` the points the local search visited,
     ``extensions`` the grid extensions made and ``at_edge`` the axes on whose
-    edge the optimum still lies, ``checks`` the annealed checks of EP's
-    ln N(D) (:class:`NormalizationCheck`; the surface carries the annealed
-    value where a check disagreed).
+    edge the optimum still lies, ``checks`` the full annealed checks of the
+    surface's ln N(D) (:class:`NormalizationCheck`; the surface carries the
+    annealed value where a check disagreed, NaN where it was unreliable).
     """
 
     method: str
