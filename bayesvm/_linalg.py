@@ -61,6 +61,27 @@ def cholesky_logdet(L: Array) -> Array:
     return 2.0 * jnp.sum(jnp.log(jnp.diagonal(L, axis1=-2, axis2=-1)), axis=-1)
 
 
+def psd_factor(A) -> np.ndarray:
+    """A square-root factor S of a positive semi-definite matrix, S S^T = A, without jitter (host-side).
+
+    The lower Cholesky factor where A is numerically positive definite,
+    otherwise the symmetric eigen-factor V diag(sqrt(max(lambda, 0))), which
+    reproduces A up to rounding (unlike :func:`psd_cholesky`, whose jitter
+    changes the matrix). Raises ``LinAlgError`` for a matrix that is not
+    positive semi-definite (an eigenvalue below -1e-8 times the largest).
+    """
+    A = np.asarray(A, dtype=np.float64)
+    try:
+        return np.linalg.cholesky(A)
+    except np.linalg.LinAlgError:
+        eigenvalues, vectors = np.linalg.eigh(0.5 * (A + A.T))
+    if eigenvalues[0] < -1e-8 * max(eigenvalues[-1], 0.0) or eigenvalues[-1] <= 0.0:
+        raise np.linalg.LinAlgError(
+            f"matrix is not positive semi-definite (eigenvalues from {eigenvalues[0]:.3g} to {eigenvalues[-1]:.3g})"
+        )
+    return vectors * np.sqrt(np.clip(eigenvalues, 0.0, None))
+
+
 def psd_cholesky(A, *, jitters=(0.0, 1e-10, 1e-8, 1e-6, 1e-4)) -> np.ndarray:
     """Lower Cholesky factor of a positive semi-definite matrix (host-side).
 

@@ -56,6 +56,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import logsumexp
 
+from ._linalg import psd_factor
 from ._validation import check_inputs, check_kernel, check_labels, check_positive
 from .kernels import Kernel
 from .model import hinge, log_kappa, log_nu
@@ -110,6 +111,9 @@ class AnnealingResult:
         where it was (valid, but a sign that the moves mix slowly).
     n_particles, n_runs, n_mcmc_steps
         The settings used.
+    runs_agree
+        (property) ``ess`` is at least half the runs: below that the value is
+        biased low and ``se`` is not to be trusted.
     """
 
     value: float
@@ -124,6 +128,10 @@ class AnnealingResult:
     n_particles: int
     n_runs: int
     n_mcmc_steps: int
+
+    @property
+    def runs_agree(self) -> bool:
+        return bool(self.ess >= 0.5 * self.n_runs)
 
 
 # ---------------------------------------------------------------- likelihoods
@@ -150,10 +158,10 @@ def naive_log_likelihood(theta: Array, y: Array, C: Array | float) -> Array:
 def prior_factor(K) -> Array:
     """A square-root factor S of the prior covariance K (S S^T = K): theta = S z with z ~ N(0, I).
 
-    The lower Cholesky factor where K is numerically positive definite;
-    otherwise (duplicate inputs, low-rank or nearly constant kernels) the
-    symmetric eigen-factor V diag(sqrt(max(lambda, 0))), which reproduces K
-    up to rounding. A diagonal jitter would not do: it adds independent noise
+    Checks K, then uses the project's :func:`bayesvm._linalg.psd_factor`: the
+    lower Cholesky factor where K is numerically positive definite, otherwise
+    (duplicate inputs, low-rank or nearly constant kernels) the symmetric
+    eigen-factor, which reproduces K up to rounding. A diagonal jitter would not do: it adds independent noise
     of variance k0 x jitter to every theta_i, which at the large amplitudes
     the selection explores swamps the margin |theta| <= 1 that nu and N(D)
     depend on (a relative jitter of 1e-10 at k0 = 1e12 is a noise sd of 10).
@@ -168,15 +176,9 @@ def prior_factor(K) -> Array:
     if not np.allclose(K, K.T, rtol=1e-10, atol=1e-12 * np.max(np.abs(K))):
         raise ValueError("K must be symmetric (a covariance matrix)")
     try:
-        return jnp.asarray(np.linalg.cholesky(K))
-    except np.linalg.LinAlgError:
-        eigenvalues, vectors = np.linalg.eigh(0.5 * (K + K.T))
-    if eigenvalues[0] < -1e-8 * max(eigenvalues[-1], 0.0) or eigenvalues[-1] <= 0.0:
-        raise ValueError(
-            "K is not a valid covariance matrix: it is not positive semi-definite "
-            f"(eigenvalues from {eigenvalues[0]:.3g} to {eigenvalues[-1]:.3g})"
-        )
-    return jnp.asarray(vectors * np.sqrt(np.clip(eigenvalues, 0.0, None)))
+        return jnp.asarray(psd_factor(K))
+    except np.linalg.LinAlgError as err:
+        raise ValueError(f"K is not a valid covariance matrix: {err}") from None
 
 
 # ---------------------------------------------------------------- the sampler
@@ -477,7 +479,7 @@ def annealed_log_expectation(
         n_particles=n_particles,
         n_mcmc_steps=n_mcmc_steps,
     )
-    if result.ess < 0.5 * n_runs:
+    if not result.runs_agree:
         warnings.warn(
             f"the {n_runs} annealing runs disagree (ln Z_r spread {np.std(log_z):.2g} nats, effective number of "
             f"runs {result.ess:.1f}): the value is likely biased low and its standard error unreliable; "

@@ -400,7 +400,7 @@ def _annealed_normalization_block(problem: "_Problem", shape, ratio, P, C) -> No
     out = {name: np.full(size, np.nan) for name in ("value", "se", "ess")}
     for i, j in zip(*np.nonzero(problem.resolvable(ratio, P, C))):
         result = problem.annealed_normalization(shape, ratio, P[i], C[j], screen=True)
-        out["value"][i, j] = result.value if result.ess >= 0.5 * result.n_runs else np.nan
+        out["value"][i, j] = result.value if result.runs_agree else np.nan
         out["se"][i, j], out["ess"][i, j] = result.se, result.ess
     n_samples = np.full(size, float(_SCREEN_ANNEALING["n_particles"] * _SCREEN_ANNEALING["n_runs"]))
     return NormalizationEstimate(n_samples=n_samples, **out)
@@ -501,7 +501,7 @@ class _Problem:
         return self._bases[shape]
 
     def prior_factor(self, shape, ratio) -> Array:
-        """Square-root factor (:func:`prior_factor`) of the unit-amplitude prior ``base + ratio`` (scale by sqrt(k0) for amplitude k0)."""
+        """:func:`prior_factor` of the unit-amplitude prior ``base + ratio`` (times sqrt(k0) for amplitude k0)."""
         if (shape, ratio) not in self._factors:
             self._factors[(shape, ratio)] = prior_factor(self.base(shape) + ratio)
         return self._factors[(shape, ratio)]
@@ -568,8 +568,9 @@ class _Problem:
             options = _SCREEN_ANNEALING if screen else {}
             with warnings.catch_warnings():  # a low run ESS shows up as a large se, which the checks absorb
                 warnings.simplefilter("ignore", RuntimeWarning)
+                seed = self.random_state + (1 if screen else 0)
                 self._annealed[key] = annealed_log_normalization(
-                    kernel, C, self.n, self.X, route="product", chol=chol, key=self.random_state + (1 if screen else 0), **options
+                    kernel, C, self.n, self.X, route="product", chol=chol, key=seed, **options
                 )
         return self._annealed[key]
 
@@ -579,9 +580,8 @@ class _Problem:
         if key not in self.checks:
             result = self.annealed_normalization(*(point[name] for name in AXES), screen=False)
             agreed = abs(value - result.value) <= max(_CHECK_TOLERANCE, 3.0 * result.se)
-            reliable = result.ess >= 0.5 * result.n_runs
             self.checks[key] = NormalizationCheck(dict(point), float(value), float(result.value),
-                                                  float(result.se), bool(agreed), bool(reliable))
+                                                  float(result.se), bool(agreed), result.runs_agree)
         return self.checks[key]
 
     def can_check(self) -> bool:
@@ -1151,7 +1151,7 @@ def _evidence_at(problem: _Problem, point: dict, fit: MapSVM) -> Evidence:
 def _cell_normalization(problem: _Problem, point: dict) -> str:
     """The estimator behind a cell's ln N(D): the selection's, or "annealed" where a check replaced EP's."""
     check = problem.checks.get(_point_key(point))
-    return "annealed" if check is not None and not check.agreed else problem.normalization
+    return "annealed" if check is not None and check.correction() is not None else problem.normalization
 
 
 def _hyperparameters(problem: _Problem, point: dict) -> dict:
