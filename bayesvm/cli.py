@@ -405,9 +405,9 @@ def build_parser() -> argparse.ArgumentParser:
     select.add_argument("--approximation", default="ep", choices=["ep", "laplace", "sampled"],
                         help="ln Q(D): expectation propagation (default), Sollich's Laplace-style form, or "
                              "annealed sampling (slow)")
-    select.add_argument("--normalization", default="ep", choices=["ep", "prior", "annealed"],
-                        help="ln N(D): expectation propagation (default), plain prior sampling, or annealed "
-                             "sampling at every grid point (slower)")
+    select.add_argument("--normalization", default="annealed", choices=["annealed", "ep", "prior"],
+                        help="ln N(D): tempered SMC at every grid point (default), expectation propagation "
+                             "(fails by tens of nats where the latents are correlated), or plain prior sampling")
     select.add_argument("--max-checks", type=int, default=8,
                         help="annealed checks of ln N(D) at the evidence maximum (default 8; 0: none)")
     select.add_argument("--n-samples", type=int, default=1000,

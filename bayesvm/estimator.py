@@ -92,7 +92,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         offset=None,
         grid=None,
         approximation="ep",
-        normalization="ep",
+        normalization="annealed",
         n_samples=1000,
         max_inputs=300,
         refine=True,
