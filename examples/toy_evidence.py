@@ -20,15 +20,21 @@ of the true C against the C chosen by the naive evidence and by the full
 evidence is printed (the figure shows the first seed).
 
 ``--evidence`` picks the estimator: ``ep`` (the default, as in the
-library: expectation propagation for ln Q(D) and ln N(D)) or
+library: expectation propagation for ln Q(D) and ln N(D)),
 ``laplace-prior`` (Sollich's original method: the Laplace-style ln Q(D) and
 ln N(D) by plain sampling from the GP prior, which is biased low when its
 effective sample size is small; the table counts the C values where that
-happened).
+happened), or EP's ln Q(D) with ln N(D) by plain prior sampling
+(``ep-prior``) or by annealing (``ep-annealed``, tempered SMC).
+
+With ``--sampler-seeds K`` the evidence of the first data set is computed
+again with the sampler seeds 0..K-1 and a table of the C maximising it per
+seed is printed: whether a sampling estimator's maximum stays put.
 
 Usage::
 
-    python examples/toy_evidence.py [--out DIR] [--quick] [--seeds N] [--n N] [--evidence ep|laplace-prior]
+    python examples/toy_evidence.py [--out DIR] [--quick] [--seeds N] [--n N] [--sampler-seeds K]
+                                    [--evidence ep|laplace-prior|ep-prior|ep-annealed]
 
 ``--quick`` (or BAYESVM_QUICK=1): 30 points and 7 values of C, for CI.
 """
@@ -60,7 +66,12 @@ TRUE_LENGTH_SCALE = 0.1
 #: effective sample size below which bayesvm.normalization flags the prior estimator
 LOW_ESS = 100.0
 #: --evidence choices: (approximation of ln Q(D), estimator of ln N(D))
-ESTIMATORS = {"ep": ("ep", "ep"), "laplace-prior": ("laplace", "prior")}
+ESTIMATORS = {
+    "ep": ("ep", "ep"),
+    "laplace-prior": ("laplace", "prior"),
+    "ep-prior": ("ep", "prior"),
+    "ep-annealed": ("ep", "annealed"),
+}
 #: nats shown below the lowest of the three curves' maxima (the far tails drop by hundreds)
 EVIDENCE_WINDOW = 40.0
 
@@ -94,11 +105,15 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--seeds", type=int, default=1, help="number of data sets (seeds 0..N-1); N > 1 prints a table")
     parser.add_argument("--n", type=int, default=None, help="training points per data set (default 100, quick 30)")
     parser.add_argument("--evidence", choices=sorted(ESTIMATORS), default="ep",
-                        help="ep (default) or laplace-prior (Sollich's original method)")
+                        help="ep (default), laplace-prior (Sollich's original method), ep-prior or ep-annealed")
+    parser.add_argument("--sampler-seeds", type=int, default=1,
+                        help="K > 1: the first data set's evidence again with sampler seeds 0..K-1, and a table")
     args = parser.parse_args(argv)
     args.quick = args.quick or os.environ.get("BAYESVM_QUICK", "") not in ("", "0")
     if args.seeds < 1:
         parser.error(f"--seeds must be >= 1; got {args.seeds}")
+    if args.sampler_seeds < 1:
+        parser.error(f"--sampler-seeds must be >= 1; got {args.sampler_seeds}")
     if args.n is None:
         args.n = 30 if args.quick else 100
     if args.n < 2:
@@ -123,8 +138,13 @@ def draw_data(n: int, seed: int, grid: np.ndarray) -> ToyData:
     )
 
 
-def evidence_along_C(data: ToyData, Cs: np.ndarray, n_samples: int, estimator: str = "ep") -> EvidenceCurve:
-    """ln P(D) at each C with amplitude = (true C k0) / C, so C k0 stays at its true value."""
+def evidence_along_C(
+    data: ToyData, Cs: np.ndarray, n_samples: int, estimator: str = "ep", random_state: int = 0
+) -> EvidenceCurve:
+    """ln P(D) at each C with amplitude = (true C k0) / C, so C k0 stays at its true value.
+
+    ``random_state`` seeds the sampling estimators (the same seed at every C: common random numbers).
+    """
     C_k0 = TRUE_C * TRUE_AMPLITUDE
     approximation, normalization = ESTIMATORS[estimator]
     results = []
@@ -134,7 +154,8 @@ def evidence_along_C(data: ToyData, Cs: np.ndarray, n_samples: int, estimator: s
         for C in Cs:
             kernel = true_kernel().replace(amplitude=C_k0 / C)
             results.append(log_evidence(data.X, data.y, C=float(C), kernel=kernel, approximation=approximation,
-                                        normalization=normalization, n_samples=n_samples))
+                                        normalization=normalization, n_samples=n_samples,
+                                        random_state=random_state))
     column = lambda name: np.array([getattr(r, name) for r in results])  # noqa: E731
     return EvidenceCurve(
         C=np.asarray(Cs),
@@ -218,6 +239,27 @@ def summary(rows: list[tuple[int, ToyData, EvidenceCurve]]) -> str:
     )
 
 
+def sampler_table(curves: list[EvidenceCurve]) -> str:
+    """Markdown table: the C maximising the evidence of one data set for each sampler seed."""
+    true_index = int(np.argmin(np.abs(np.log(curves[0].C / TRUE_C))))
+    lines = [
+        "| sampler seed | C, evidence max | ln P(D) at max | ln N(D) at true C | its se |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for seed, curve in enumerate(curves):
+        lines.append(
+            f"| {seed} | {curve.C[curve.best]:.3g} | {curve.total[curve.best]:.2f} | "
+            f"{curve.log_normalization[true_index]:.2f} | {curve.log_normalization_se[true_index]:.2f} |"
+        )
+    chosen = {float(curve.C[curve.best]) for curve in curves}
+    spread = np.std([curve.log_normalization[true_index] for curve in curves], ddof=1)
+    lines.append(
+        f"\n{len(chosen)} distinct maximum(s) over {len(curves)} sampler seeds; "
+        f"ln N(D) at the true C varies with sd {spread:.2f} nats across seeds"
+    )
+    return "\n".join(lines)
+
+
 def main(argv=None) -> Path:
     args = parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -236,6 +278,12 @@ def main(argv=None) -> Path:
     if args.seeds > 1:
         print(table(rows))
         print(summary(rows))
+    if args.sampler_seeds > 1:
+        curves = [curve] + [
+            evidence_along_C(data, Cs, n_samples, args.evidence, random_state=seed)
+            for seed in range(1, args.sampler_seeds)
+        ]
+        print(sampler_table(curves))
     fig = figure(data, curve, grid)
     path = plotting.save_figure(fig, args.out / "toy_evidence.png")
     print(f"wrote {path}")

@@ -33,3 +33,21 @@ def test_example_runs_quick_and_writes_png(script, tmp_path):
         png = tmp_path / name
         assert png.is_file(), f"{script} did not write {name}"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"{name} is not a PNG"
+
+
+def test_toy_evidence_sampler_seed_table(tmp_path):
+    """--sampler-seeds repeats a sampling estimator on the same data: one table row per seed, and a summary."""
+    env = {**os.environ, "BAYESVM_QUICK": "1", "MPLBACKEND": "Agg"}
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "toy_evidence.py"), "--out", str(tmp_path),
+         "--evidence", "ep-prior", "--sampler-seeds", "2"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| 0 |") or line.startswith("| 1 |")]
+    assert len(rows) == 2
+    assert "distinct maximum(s) over 2 sampler seeds" in result.stdout
