@@ -16,14 +16,16 @@ is carried by rare draws with |theta| near 1 everywhere.
     training inputs themselves): standard error per second, and the spread of
     the product route across independent draws of the inputs.
 
-Run: python benchmarks/normalisation.py   (prints tables, writes
-benchmarks/results/normalisation.json). Timings exclude compilation (reported
+Run: python benchmarks/normalisation.py [--studies bias hard agreement cost routes]
+(prints tables, writes benchmarks/results/normalisation.json and, with the bias
+study, normalisation_bias.png next to it or in --figure-dir). Timings exclude compilation (reported
 separately) and come from whatever machine runs it; the numbers in
 docs/normalisation.md were taken on a 2-core machine shared with other jobs.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 import warnings
@@ -179,7 +181,37 @@ def study_routes(n: int = 300, m_mean: int = 500, draws: int = 3) -> list[dict]:
     return rows
 
 
-def print_tables(report: dict) -> None:
+def bias_figure(report: dict, path: Path) -> Path:
+    """Plain minus annealed ln N(D) against n, with the plain estimator's own +-2 se, for both toys."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
+    for ax, toy in zip(axes, ("easy", "hard")):
+        rows = report[f"bias_{toy}"]
+        ns = np.array([r["n"] for r in rows])
+        for S, marker in ((2000, "o"), (20000, "s")):
+            bias = np.array([r[f"plain_{S}"]["bias"] for r in rows])
+            se = np.array([r[f"plain_{S}"]["se"] for r in rows])
+            ax.errorbar(ns, bias, yerr=2 * se, marker=marker, capsize=3, label=f"plain, S = {S} (+-2 own se)")
+        annealed_se = np.array([r["annealed"]["se"] for r in rows])
+        ax.fill_between(ns, -2 * annealed_se, 2 * annealed_se, color="0.8", label="annealed +-2 se")
+        ax.axhline(0.0, color="k", lw=0.8)
+        ax.set_xscale("log")
+        if toy == "hard":  # tens to hundreds of nats: log-like beyond 1 nat
+            ax.set_yscale("symlog", linthresh=1.0)
+        ax.set_xlabel("n (training points)")
+        ax.set_ylabel("plain - annealed ln N(D) (nats)")
+        ax.set_title(f"{toy} toy (M = {rows[0]['M']})", fontsize="medium")
+        ax.legend(fontsize="small", loc="lower left")
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def print_bias(report: dict) -> None:
     for toy in ("easy", "hard"):
         print(f"\n(a) plain prior sampling vs annealed, route mean, M = 200, {toy} toy")
         print(
@@ -194,6 +226,9 @@ def print_tables(report: dict) -> None:
                 f" {p1['value']:>10.2f} +- {p1['se']:<5.2f} {p1['ess']:>7.1f} {p1['bias']:>7.2f}"
                 f" {p2['value']:>10.2f} +- {p2['se']:<5.2f} {p2['ess']:>7.1f} {p2['bias']:>7.2f}"
             )
+
+
+def print_hard_particles(report: dict) -> None:
     print("\n(a') hard toy, n = 1000, M = 200: annealed estimate against the particle count")
     for r in report["hard_particles"]:
         print(
@@ -201,6 +236,9 @@ def print_tables(report: dict) -> None:
             f"  T = {r['n_temperatures']}"
             f"  spread {r['run_spread']:.2f}  ESSr {r['ess_runs']:.1f}  {r['seconds']:.1f} s"
         )
+
+
+def print_agreement(report: dict) -> None:
     b = report["agreement"]
     print(f"\n(b) independent annealed runs, n = {b['n']}, M = {b['M']}")
     for name, r in b["runs"].items():
@@ -208,6 +246,9 @@ def print_tables(report: dict) -> None:
             f"{name:>28}: {r['value']:.3f} +- {r['se']:.3f}  T = {r['n_temperatures']}  spread {r['run_spread']:.2f}"
             f"  {r['seconds']:.1f} s"
         )
+
+
+def print_cost(report: dict) -> None:
     print("\n(c) cost, n = 1000, M = 500 (route mean)")
     print(
         f"{'N':>4} {'R':>3} {'steps':>5} {'seed':>4} {'value':>18} {'T':>3} {'spread':>6} {'evals':>5} {'stuck':>6}"
@@ -220,6 +261,9 @@ def print_tables(report: dict) -> None:
             f" {r['slice_evaluations']:>5.2f} {r['stuck_fraction']:>6.3f}"
             f" {r['seconds']:>6.1f} {r['seconds_to_se_0_1']:>11.1f} {r['first_call_seconds']:>10.1f}"
         )
+
+
+def print_routes(report: dict) -> None:
     print("\n(d) route mean vs route product, n = 300")
     for r in report["routes"]:
         values = ", ".join(f"{d['value']:.2f} +- {d['se']:.2f} ({d['seconds']:.1f} s)" for d in r["draws"])
@@ -231,7 +275,24 @@ def print_tables(report: dict) -> None:
         print(f"{r['label']:>34}: {values};  se*sqrt(s) {r['se_per_sqrt_second']:.3f}{spread}")
 
 
-def main() -> None:
+#: study name -> (report entries it fills, printer)
+STUDIES = {
+    "bias": (lambda: dict(bias_easy=study_bias(KERNEL, C), bias_hard=study_bias(HARD_KERNEL, HARD_C)), print_bias),
+    "hard": (lambda: dict(hard_particles=study_hard_particles()), print_hard_particles),
+    "agreement": (lambda: dict(agreement=study_agreement()), print_agreement),
+    "cost": (lambda: dict(cost=study_cost()), print_cost),
+    "routes": (lambda: dict(routes=study_routes()), print_routes),
+}
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--studies", nargs="+", choices=list(STUDIES), default=list(STUDIES),
+                        help="which studies to run (default: all)")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="JSON file for the results")
+    parser.add_argument("--figure-dir", type=Path, default=None,
+                        help="folder for normalisation_bias.png (default: next to the JSON); needs the bias study")
+    args = parser.parse_args(argv)
     # the plain estimator and the annealed one warn when their effective sample size is low;
     # the tables report those sizes instead
     warnings.simplefilter("ignore", RuntimeWarning)
@@ -240,17 +301,19 @@ def main() -> None:
         C=C,
         hard_kernel=dict(family="rbf", length_scale=0.1, amplitude=0.25, offset=0.0),
         hard_C=HARD_C,
-        bias_easy=study_bias(KERNEL, C),
-        bias_hard=study_bias(HARD_KERNEL, HARD_C),
-        hard_particles=study_hard_particles(),
-        agreement=study_agreement(),
-        cost=study_cost(),
-        routes=study_routes(),
+        studies=args.studies,
     )
-    print_tables(report)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2))
-    print(f"\nwrote {RESULTS}")
+    for name in args.studies:
+        run, print_study = STUDIES[name]
+        report.update(run())
+        print_study(report)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2))
+    print(f"\nwrote {args.out}")
+    if "bias" in args.studies:
+        folder = args.figure_dir or args.out.parent
+        folder.mkdir(parents=True, exist_ok=True)
+        print(f"wrote {bias_figure(report, folder / 'normalisation_bias.png')}")
 
 
 if __name__ == "__main__":
