@@ -72,9 +72,10 @@ selection acts on must also be a point where EP's posterior (label sites, the
 full tolerance: what ``BayesianSVC`` predicts with) converges. In the
 small-C, huge-amplitude, long-length-scale corner its sites can keep moving
 while ln Z has settled: on one 175-point split of Ripley's synth the evidence
-peaked at C = 0.024, k0 = 1.3e10, l = 92, where EP's ln Q(D) (-144.8) agreed
-with tempered SMC (-145.2 +- 0.3) and the checked ln N(D) was reliable, yet
-the posterior mean kept drifting and the held-out error was 0.51. Such a cell
+peaked at C = 0.024, k0 = 1.3e10, l = 92, about 35 nats above the interior,
+where the full annealed check of ln N(D) agreed and was reliable, yet the
+posterior mean kept drifting (3000 iterations) and the held-out error was
+0.51 (docs/selection-benchmark.md, fourth run). Such a cell
 is left out (its ln Q(D) NaN) and the argmax taken again, at most
 ``max_checks`` tests; the breast-cancer demo's corner optimum (C = 0.0027,
 k0 = 3.7e9) converges in 119 iterations and predicts well, so the corner as

@@ -339,7 +339,7 @@ def test_a_candidate_whose_ep_posterior_does_not_converge_is_left_out(data, monk
 @pytest.mark.slow
 def test_synth_corner_whose_posterior_does_not_converge_is_not_selected():
     """Ripley's synth, 175 points: at C = 0.0237, C k0 = 3.16e8 (k0 = 1.3e10), l = 91.8 the evidence is about 35
-    nats above interior cells (EP's ln Q(D) agrees with tempered SMC there, and ln N(D) passes its check), but
+    nats above interior cells (its ln N(D) passes the full annealed check), but
     EP's posterior never converges (its mean keeps drifting; held-out error 0.51 when it was selected). On a grid
     where that cell is the argmax the selection must leave it out and say so."""
     from sklearn.model_selection import StratifiedShuffleSplit
