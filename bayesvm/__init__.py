@@ -2,23 +2,22 @@
 
 Sollich's Gaussian-process-prior interpretation of the SVM gives an evidence
 (marginal likelihood) for the hyperparameters and class probabilities with
-error bars. float64 is switched on at import: the evidence sums many terms
-and Cholesky factors of kernel matrices need the precision.
+error bars. Every public entry point computes in float64 (the evidence sums
+many terms and Cholesky factors of kernel matrices need the precision) by
+entering ``jax.enable_x64(True)`` for the duration of the call; importing the
+package leaves JAX's global ``jax_enable_x64`` flag as it is
+(:mod:`bayesvm._precision`).
 """
 
-import jax
-
-jax.config.update("jax_enable_x64", True)
-
-from . import annealing, calibration, comparison, datasets, ep, kernels, metrics, model  # noqa: E402
-from .comparison import compare_calibration  # noqa: E402
-from .estimator import BayesianSVC  # noqa: E402
-from .evidence import Evidence, log_evidence, log_naive_evidence  # noqa: E402
-from .kernels import RBF, Exponential, Linear, Polynomial, make_kernel  # noqa: E402
-from .normalization import log_normalization  # noqa: E402
-from .posterior import Posterior  # noqa: E402
-from .selection import EvidenceSurface, select_hyperparameters  # noqa: E402
-from .solver import MapSVM, fit_map, solve_dual  # noqa: E402
+from . import annealing, calibration, comparison, datasets, ep, kernels, metrics, model
+from .comparison import compare_calibration
+from .estimator import BayesianSVC
+from .evidence import Evidence, log_evidence, log_naive_evidence
+from .kernels import RBF, Exponential, Linear, Polynomial, make_kernel
+from .normalization import log_normalization
+from .posterior import Posterior
+from .selection import EvidenceSurface, select_hyperparameters
+from .solver import MapSVM, fit_map, solve_dual
 
 __version__ = "0.1.0"
 

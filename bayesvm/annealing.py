@@ -6,7 +6,7 @@ Every quantity here has the form
 
 an expectation over a zero-mean Gaussian prior on a finite set of function
 values. Plain prior sampling (the mean of exp(L) over prior draws) is carried
-by rare draws once L is large (DESIGN.md 2b), so Z is instead reached by
+by rare draws once L is large (theory: "The normalisation factor"), so Z is instead reached by
 annealing through the tempered distributions
 
     pi_beta(theta) ~ N(theta; 0, K) exp(beta L(theta)),  0 = beta_0 < ... < beta_T = 1,
@@ -24,7 +24,8 @@ exactly invariant and only ever evaluates the tempered likelihood beta L.
 
 The sampler is written here in plain JAX rather than taken from BlackJAX
 (whose ``adaptive_tempered_smc`` and ``elliptical_slice`` were tried and
-measured, see docs/normalisation.md): the ellipse is drawn with the caller's
+measured, see "Why not BlackJAX" on the normalisation page of the
+documentation): the ellipse is drawn with the caller's
 square-root factor (one factor serves every amplitude at a kernel shape, and each
 shrinkage step costs O(M), not O(M^2)); the next temperature is chosen on the
 moved, equally weighted particles; the shrinkage loop is capped, which bounds
@@ -32,7 +33,7 @@ the cost of a batched loop that otherwise runs as long as its slowest
 particle; and R independent runs share one batch axis, so one matrix product
 draws every momentum. The standard error comes from the runs' spread.
 
-The three uses in bayesvm (DESIGN.md 2, 2b):
+The three uses in bayesvm (theory: "Annealing: tempered sequential Monte Carlo"):
 
 * normalisation factor, route "mean": theta over M stand-in inputs,
   L(theta) = n ln( mean_j nu(theta_j) );
@@ -57,6 +58,7 @@ import numpy as np
 from jax.scipy.special import logsumexp
 
 from ._linalg import psd_factor
+from ._precision import float64
 from ._validation import check_inputs, check_kernel, check_labels, check_positive
 from .kernels import Kernel
 from .model import hinge, log_kappa, log_nu
@@ -75,6 +77,8 @@ __all__ = [
 ]
 
 ROUTES = ("mean", "product")
+#: independent SMC runs of :func:`annealed_log_expectation` by default (their spread gives the standard error)
+DEFAULT_RUNS = 16
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,6 +115,8 @@ class AnnealingResult:
         where it was (valid, but a sign that the moves mix slowly).
     n_particles, n_runs, n_mcmc_steps
         The settings used.
+    particles
+        With ``keep_particles``: the final particles (R, N, M); otherwise None.
     runs_agree
         (property) ``ess`` is at least half the runs: below that the value is
         biased low and ``se`` is not to be trusted.
@@ -128,6 +134,7 @@ class AnnealingResult:
     n_particles: int
     n_runs: int
     n_mcmc_steps: int
+    particles: Array | None = dataclasses.field(default=None, repr=False, compare=False)
 
     @property
     def runs_agree(self) -> bool:
@@ -137,24 +144,31 @@ class AnnealingResult:
 # ---------------------------------------------------------------- likelihoods
 
 
+@float64
 def mean_route_log_likelihood(theta: Array, C: Array | float, n: Array | float) -> Array:
-    """L(theta) = n ln( (1/M) sum_j nu(theta_j) ) over M stand-in inputs (DESIGN.md 2b)."""
+    """L(theta) = n ln( (1/M) sum_j nu(theta_j) ) over M stand-in inputs (theory: "The normalisation factor")."""
     return n * (logsumexp(log_nu(theta, C)) - jnp.log(theta.shape[-1]))
 
 
+@float64
 def product_route_log_likelihood(theta: Array, C: Array | float) -> Array:
-    """L(theta) = sum_i ln nu(theta_i) over the training inputs (DESIGN.md 2b, identity)."""
+    """L(theta) = sum_i ln nu(theta_i) over the training inputs (theory: "The single-draw identity")."""
     return jnp.sum(log_nu(theta, C))
 
 
+@float64
 def naive_log_likelihood(theta: Array, y: Array, C: Array | float) -> Array:
-    """L(theta) = -C sum_i l(y_i theta_i); ln Q(D) = n ln kappa(C) + ln E[exp L] (DESIGN.md 2)."""
+    """L(theta) = -C sum_i l(y_i theta_i); ln Q(D) = n ln kappa(C) + ln E[exp L].
+
+    The naive-evidence integrand (theory: "Why C and k0 need the evidence").
+    """
     return -C * jnp.sum(hinge(y * theta))
 
 
 # ---------------------------------------------------------------- prior factor
 
 
+@float64
 def prior_factor(K) -> Array:
     """A square-root factor S of the prior covariance K (S S^T = K): theta = S z with z ~ N(0, I).
 
@@ -271,6 +285,7 @@ def _elliptical_slice(key, theta, ll, beta, chol, loglik, max_shrinks: int):
         "target_ess",
         "max_temperatures",
         "max_shrinks",
+        "move_last",
     ),
 )
 def _smc_runs(
@@ -287,6 +302,7 @@ def _smc_runs(
     target_ess: float,
     max_temperatures: int,
     max_shrinks: int,
+    move_last: bool = False,
 ):
     """R independent tempered SMC runs of N particles, batched on a leading axis.
 
@@ -294,7 +310,9 @@ def _smc_runs(
     schedule padded with ones to length max_temperatures + 1, so that both
     kinds of schedule share one compilation), add
     ln mean_i exp((beta_{t+1} - beta_t) L_i) to ln Z, resample systematically,
-    move every particle ``n_mcmc_steps`` times at beta_{t+1}.
+    move every particle ``n_mcmc_steps`` times at beta_{t+1} (after the last
+    reweighting only with ``move_last``, when the particles themselves are wanted).
+    Returns ln Z per run, the diagnostics and the final particles (R, N, M).
     """
     R, N, M = n_runs, n_particles, chol.shape[0]
     loglik = jax.vmap(jax.vmap(lambda theta: log_likelihood(theta, *args)))
@@ -336,9 +354,9 @@ def _smc_runs(
         def moves(theta, ll):
             return jax.lax.fori_loop(0, n_mcmc_steps, move, (theta, ll, zeros, zeros))
 
-        # after the last reweighting nothing more is needed from the particles
+        # after the last reweighting the moves only serve callers that keep the particles
         theta, ll, step_evals, step_stuck = jax.lax.cond(
-            jnp.any(beta < 1.0), moves, lambda theta, ll: (theta, ll, zeros, zeros), theta, ll
+            jnp.any(beta < 1.0) | move_last, moves, lambda theta, ll: (theta, ll, zeros, zeros), theta, ll
         )
         counted = active & (beta < 1.0)
         evals = evals + jnp.where(counted, step_evals, 0.0)
@@ -346,9 +364,9 @@ def _smc_runs(
         n_moves = n_moves + jnp.where(counted, n_mcmc_steps, 0)
         return t + 1, theta, ll, beta, log_z, schedule, min_ess, evals, stuck, n_moves
 
-    _, _, _, beta, log_z, schedule, min_ess, evals, stuck, n_moves = jax.lax.while_loop(unfinished, anneal, carry)
+    _, theta, _, beta, log_z, schedule, min_ess, evals, stuck, n_moves = jax.lax.while_loop(unfinished, anneal, carry)
     steps = jnp.sum(jnp.isfinite(schedule), -1) - 1
-    return log_z, steps, schedule, min_ess, jnp.sum(evals), jnp.sum(stuck), jnp.sum(n_moves), beta
+    return log_z, steps, schedule, min_ess, jnp.sum(evals), jnp.sum(stuck), jnp.sum(n_moves), beta, theta
 
 
 def _as_key(key) -> Array:
@@ -379,6 +397,7 @@ def _check_schedule(temperatures) -> Array:
     return jnp.asarray(beta)
 
 
+@float64
 def annealed_log_expectation(
     chol,
     log_likelihood: Callable,
@@ -386,12 +405,13 @@ def annealed_log_expectation(
     args: tuple = (),
     key=0,
     n_particles: int = 128,
-    n_runs: int = 16,
+    n_runs: int = DEFAULT_RUNS,
     n_mcmc_steps: int = 5,
     target_ess: float = 0.5,
     temperatures=None,
     max_temperatures: int = 1000,
     max_shrinks: int = 12,
+    keep_particles: bool = False,
 ) -> AnnealingResult:
     """ln E_{theta ~ N(0, chol chol^T)}[exp(log_likelihood(theta, *args))] by tempered SMC.
 
@@ -421,6 +441,10 @@ def annealed_log_expectation(
     max_shrinks
         Cap on the bracket shrinkages of one slice move (the particle stays put
         beyond it; see ``stuck_fraction``).
+    keep_particles
+        Move the particles once more at beta = 1 and return them in
+        ``result.particles`` (R, N, M): equally weighted draws from the
+        normalised target, for reweighting at nearby hyperparameters.
     """
     chol = jnp.asarray(chol, dtype=jnp.float64)
     if chol.ndim != 2 or chol.shape[0] != chol.shape[1]:
@@ -446,7 +470,7 @@ def annealed_log_expectation(
     max_shrinks = _check_count(max_shrinks, "max_shrinks", 1)
     args = tuple(jnp.asarray(a, dtype=jnp.float64) for a in args)
 
-    log_z, steps, schedule, min_ess, evals, stuck, n_moves, final_beta = _smc_runs(
+    log_z, steps, schedule, min_ess, evals, stuck, n_moves, final_beta, particles = _smc_runs(
         log_likelihood,
         chol,
         _as_key(key),
@@ -459,6 +483,7 @@ def annealed_log_expectation(
         target_ess=target_ess,
         max_temperatures=max_temperatures,
         max_shrinks=max_shrinks,
+        move_last=keep_particles,
     )
     log_z = np.asarray(log_z)
     if np.any(np.asarray(final_beta) < 1.0 - 1e-12):
@@ -479,6 +504,8 @@ def annealed_log_expectation(
         n_particles=n_particles,
         n_mcmc_steps=n_mcmc_steps,
     )
+    if keep_particles:
+        result = dataclasses.replace(result, particles=particles)
     if not result.runs_agree:
         warnings.warn(
             f"the {n_runs} annealing runs disagree (ln Z_r spread {np.std(log_z):.2g} nats, effective number of "
@@ -521,6 +548,7 @@ def shift(result: AnnealingResult, offset: float) -> AnnealingResult:
 # ---------------------------------------------------------------- bayesvm uses
 
 
+@float64
 def annealed_log_normalization(
     kernel: Kernel,
     C: float,
@@ -532,7 +560,7 @@ def annealed_log_normalization(
     key=0,
     **options,
 ) -> AnnealingResult:
-    """ln N(D) for a data set of n points, by annealing (DESIGN.md 2b).
+    """ln N(D) for a data set of n points, by annealing (theory: "The normalisation factor").
 
     route="mean": ``inputs`` are M points standing in for Q(x) and
         ln N(D) ~= ln E_theta[(mean_j nu(theta(x_j)))^n]; n may exceed M.
@@ -559,8 +587,11 @@ def annealed_log_normalization(
     return annealed_log_expectation(chol, product_route_log_likelihood, args=(C,), key=key, **options)
 
 
+@float64
 def annealed_log_naive_evidence(K, y, C: float, *, chol=None, key=0, **options) -> AnnealingResult:
-    """ln Q(D) = n ln kappa(C) + ln E_{theta ~ N(0, K)}[exp(-C sum_i l(y_i theta_i))] (DESIGN.md 2).
+    """ln Q(D) = n ln kappa(C) + ln E_{theta ~ N(0, K)}[exp(-C sum_i l(y_i theta_i))].
+
+    The naive evidence (theory: "Why C and k0 need the evidence").
 
     ``K`` is the Gram matrix of the n training inputs (may be None when
     ``chol``, its :func:`prior_factor`, is given); ``y`` the labels (two

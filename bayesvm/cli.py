@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ._precision import float64
+
 __all__ = ["main"]
 
 #: hyperparameters of the quick demo (standardised breast cancer features, 30-D)
@@ -449,6 +451,7 @@ def _enable_compilation_cache() -> None:
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
 
 
+@float64
 def main(argv: list[str] | None = None) -> int:
     """Run the command; returns the exit status (0 success, 2 bad input)."""
     args = build_parser().parse_args(argv)

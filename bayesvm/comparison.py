@@ -7,7 +7,8 @@ answers it on one data set. Per stratified train/test split it
 1. fits the MAP SVM once on the training part (hyperparameters fixed, or
    chosen on the training part by a ``select`` callable, e.g. evidence
    maximisation) and evaluates its three predictive probabilities
-   (DESIGN.md section 3: posterior-averaged, MAP plug-in, simple average);
+   (theory: "Error bars and predictive probabilities": posterior-averaged,
+   MAP plug-in, simple average);
 2. refits the same SVM on ``cv_folds`` stratified folds of the training part
    to get out-of-fold decision values, fits every scaler of
    :mod:`bayesvm.calibration` on them and applies it to the test decision
@@ -41,6 +42,7 @@ from sklearn.model_selection import StratifiedShuffleSplit
 from sklearn.svm import SVC
 
 from . import metrics
+from ._precision import float64
 from ._validation import check_inputs, check_kernel, check_labels, check_positive
 from .calibration import (
     BetaScaler,
@@ -145,6 +147,7 @@ class _MapSVMClassifier(ClassifierMixin, BaseEstimator):
         return self.fit_.predict(X)
 
 
+@float64
 def cross_validated_C(
     X, y, kernel: Kernel, C_grid: Sequence[float] = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0), *, cv: int = 5,
     random_state: int | None = 0,
@@ -366,6 +369,7 @@ class CalibrationComparison:
 # the comparison
 
 
+@float64
 def compare_calibration(
     X,
     y,

@@ -1,7 +1,7 @@
 """Data sets: the model's own toy generator and offline loaders for real binary data.
 
 Toy data (:func:`make_toy`) are drawn from the SVM's probabilistic model
-itself (DESIGN.md section 1; Sollich 2002, section 2): a latent function
+itself (theory: "The generative model"; Sollich 2002, section 2): a latent function
 theta ~ GP(0, K), inputs x ~ Q(x) and, for each input, the label +1 with
 probability Q(+1 | theta(x)), -1 with probability Q(-1 | theta(x)) and
 "don't know" with probability 1 - nu(theta(x)).
@@ -35,6 +35,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils import Bunch
 
 from . import model
+from ._precision import float64
 from ._validation import check_inputs, check_kernel, check_positive
 from .kernels import Kernel, gram_matrix
 
@@ -227,6 +228,7 @@ def _check_choice(value, name: str, accepted: tuple[str, ...]) -> str:
     return value
 
 
+@float64
 def make_toy(
     n_samples: int,
     *,
@@ -248,7 +250,7 @@ def make_toy(
     of K + jitter * mean(diag K) * I), and each input is shown to the labeller,
     which answers +1 with probability Q(+1|theta(x)) = kappa(C) exp(-C l(theta)),
     -1 with Q(-1|theta(x)) = kappa(C) exp(-C l(-theta)), and "don't know" with
-    1 - nu(theta(x)) (DESIGN.md section 1). What happens on "don't know":
+    1 - nu(theta(x)) (theory: "The generative model"). What happens on "don't know":
 
     * ``restart="input"`` (default): theta is kept and a fresh input is drawn.
       Implemented exactly by drawing candidate inputs in batches, extending the
@@ -261,7 +263,8 @@ def make_toy(
       evidence bayesvm computes (that one divides by E_theta[N(theta)^n], not
       by N(theta)^n inside the integral), but it can make any n. Fails with
       ValueError after ``max_candidates`` candidates.
-    * ``restart="theta"``: Sollich's story as written in DESIGN.md: on any
+    * ``restart="theta"``: Sollich's story as written in the theory page
+      ("The generative model"): on any
       "don't know" the whole data set is discarded and theta and all inputs are
       drawn afresh. Exact for the model (posterior prior * prod Q(y_i|theta_i),
       evidence normalised by N(D) = E_theta[N(theta)^n]); each attempt succeeds

@@ -9,19 +9,21 @@ t_i with an unnormalised Gaussian in theta_i, chosen so that the
 approximation matches the mean and variance of the "tilted" distribution
 (cavity times exact site) one site at a time (Minka 2001; Rasmussen &
 Williams 2006, GPML section 3.6). Two site families appear in the evidence
-P(D) = Q(D) / N(D) (DESIGN.md section 2):
+P(D) = Q(D) / N(D) (theory: "Expectation propagation"):
 
 * labels, ``ep_log_evidence``: t_i = Q(y_i | theta_i) = kappa(C) exp(-C l(y_i theta_i)),
   so Z = Q(D), the naive evidence including its n ln kappa(C) term;
 * normalisation, ``ep_log_normalization``: t_i = nu(theta_i) =
   kappa(C) [exp(-C l(theta_i)) + exp(-C l(-theta_i))], so Z = E_GP[prod_i nu(theta_i)],
-  the single-draw estimate of N(D) with the training inputs (DESIGN.md 2b).
+  the single-draw estimate of N(D) with the training inputs (theory: "The
+  single-draw identity").
 
 The hinge site is log-concave, so its Gaussian site precisions are never
 negative; nu is bimodal (maxima at theta = +-1) and gives negative site
 precisions, which the posterior update handles by splitting the sites into
 their positive and negative parts (see :func:`posterior_from_sites`).
-The derivation and the stabilisation choices are written out in docs/ep.md.
+The derivation and the stabilisation choices are written out on the
+expectation-propagation page of the documentation.
 
 Updates are parallel (all sites from the same posterior, then one Cholesky
 recomputation), damped in natural parameters and run inside
@@ -40,6 +42,7 @@ import jax.numpy as jnp
 from jax.scipy.linalg import solve_triangular
 from jax.scipy.special import erfcx, log_ndtr
 
+from ._precision import float64
 from .model import log_kappa
 
 Array = jax.Array
@@ -74,6 +77,7 @@ def _as_float(x) -> Array:
     return jnp.asarray(x, dtype=jnp.result_type(float, x))
 
 
+@float64
 def log_mills_ratio(x: Array) -> Array:
     """ln R(x), R(x) = Phi(-x) / phi(x) (the Mills ratio of the standard normal).
 
@@ -91,7 +95,8 @@ def _continued_fraction_tail(alpha: Array) -> tuple[Array, Array]:
 
     Laplace's continued fraction R(alpha) = 1/(alpha + d_1), d_k = k / (alpha + d_{k+1}),
     evaluated backwards, gives t = d_1 and, without cancellation,
-    w = 1 - lambda t = d_1^2 d_2 (alpha + 2 d_2 - d_3) / 2 (derivation in docs/ep.md).
+    w = 1 - lambda t = d_1^2 d_2 (alpha + 2 d_2 - d_3) / 2 (derivation on the documentation's
+    expectation-propagation page, "Tilted moments of the hinge site").
     """
 
     def step(d_next, k):
@@ -104,6 +109,7 @@ def _continued_fraction_tail(alpha: Array) -> tuple[Array, Array]:
     return d1, 0.5 * d1 * d1 * d2 * (alpha + 2.0 * d2 - d3)
 
 
+@float64
 def standard_tail_moments(alpha: Array) -> tuple[Array, Array]:
     """Moments of a standard normal truncated to [alpha, inf).
 
@@ -130,6 +136,7 @@ class TiltedMoments(NamedTuple):
     variance: Array
 
 
+@float64
 def hinge_tilted_moments(mean: Array, variance: Array, C: Array | float, sign: Array | float = 1.0) -> TiltedMoments:
     """Moments of N(theta; mean, variance) exp(-C l(s theta)), l(z) = max(0, 1 - z), s = +-1.
 
@@ -168,12 +175,14 @@ def hinge_tilted_moments(mean: Array, variance: Array, C: Array | float, sign: A
     return TiltedMoments(log_z, sign * mean_u, var_u)
 
 
+@float64
 def label_tilted_moments(mean: Array, variance: Array, C: Array | float, y: Array | float) -> TiltedMoments:
     """Moments of N(theta; mean, variance) Q(y | theta), Q = kappa(C) exp(-C l(y theta))."""
     hinge = hinge_tilted_moments(mean, variance, C, y)
     return hinge._replace(log_z=hinge.log_z + log_kappa(C))
 
 
+@float64
 def nu_tilted_moments(mean: Array, variance: Array, C: Array | float) -> TiltedMoments:
     """Moments of N(theta; mean, variance) nu(theta), nu = Q(+1 | theta) + Q(-1 | theta).
 
@@ -233,6 +242,7 @@ def _negative_part(sigma_pos: Array, tau: Array) -> tuple[Array, Array]:
     return sqrt_neg, jnp.linalg.cholesky(eye - sqrt_neg[:, None] * sigma_pos * sqrt_neg[None, :])
 
 
+@float64
 def posterior_from_sites(K: Array, tau: Array, shift: Array, allow_negative: bool) -> GaussianPosterior:
     """Gaussian posterior of the GP prior N(0, K) times Gaussian sites (tau, shift = tau * site mean).
 
@@ -259,6 +269,7 @@ def posterior_from_sites(K: Array, tau: Array, shift: Array, allow_negative: boo
     return GaussianPosterior(sigma @ shift, jnp.diagonal(sigma), log_det)
 
 
+@float64
 def predictor_from_sites(K: Array, tau: Array, mean: Array, shift: Array, allow_negative: bool) -> EPPredictor:
     """Factors for :func:`ep_predict` (see :class:`EPPredictor`).
 
@@ -384,8 +395,13 @@ def _ep_loop(
     max_iter,
     tol,
     log_z_tol,
+    init_sites: tuple[Array, Array] | None = None,
 ) -> _EPState:
-    """Damped parallel EP from zero sites (posterior = prior).
+    """Damped parallel EP from ``init_sites`` (precision, shift), by default zero sites (posterior = prior).
+
+    A warm start (the converged sites of a nearby hyperparameter value) is
+    used as given when its posterior is proper, and replaced by zero sites
+    otherwise.
 
     Each iteration: cavities from the current posterior, tilted moments for
     all sites at once, proposed sites (label sites: proposals clipped at
@@ -454,13 +470,20 @@ def _ep_loop(
 
     inf = jnp.asarray(jnp.inf, dtype)
     step0 = jnp.asarray(1.0 - damping, dtype)
-    init_state = (zeros, zeros, posterior(zeros, zeros), jnp.asarray(0), step0, inf, inf, jnp.asarray(0))
+    tau0, shift0 = (zeros, zeros) if init_sites is None else init_sites
+    post0 = posterior(tau0, shift0)
+    if init_sites is not None:
+        proper = _is_finite_posterior(post0)
+        tau0, shift0 = jnp.where(proper, tau0, zeros), jnp.where(proper, shift0, zeros)
+        post0 = jax.tree.map(lambda a, b: jnp.where(proper, a, b), post0, posterior(zeros, zeros))
+    init_state = (tau0, shift0, post0, jnp.asarray(0), step0, inf, inf, jnp.asarray(0))
     tau, shift, post, it, _, residual, _, settled = jax.lax.while_loop(cond, body, init_state)
     log_z = _log_z_ep(post, tau, shift, moments)
     converged = ((residual < tol) | (settled >= _SETTLED_ITERATIONS)) & _is_finite_posterior(post) & jnp.isfinite(log_z)
     return _EPState(tau, shift, post, log_z, converged, it)
 
 
+@float64
 def run_ep(
     K: Array,
     moments: SiteMoments,
@@ -469,9 +492,10 @@ def run_ep(
     max_iter,
     tol,
     log_z_tol,
+    init_sites: tuple[Array, Array] | None = None,
 ) -> EPResult:
     """:func:`_ep_loop` and the factors for predictions at new inputs."""
-    state = _ep_loop(K, moments, allow_negative, damping, max_iter, tol, log_z_tol)
+    state = _ep_loop(K, moments, allow_negative, damping, max_iter, tol, log_z_tol, init_sites)
     tau, shift = state.site_precision, state.site_shift
     predictor = predictor_from_sites(K, tau, state.posterior.mean, shift, allow_negative)
     return EPResult(
@@ -498,6 +522,7 @@ def _nu_sites(C) -> SiteMoments:
     return moments
 
 
+@float64
 @jax.jit
 def ep_log_evidence(
     K: Array, y: Array, C: Array | float, *, damping=0.5, max_iter=200, tol=1e-8, log_z_tol=0.0
@@ -518,11 +543,12 @@ def ep_log_evidence(
     return run_ep(K, _label_sites(y, C), False, damping, max_iter, tol, log_z_tol)
 
 
+@float64
 @jax.jit
 def ep_log_normalization(
     K: Array, C: Array | float, *, damping=0.5, max_iter=200, tol=1e-8, log_z_tol=0.0
 ) -> EPResult:
-    """EP for ln E_{theta ~ N(0, K)}[prod_i nu(theta_i)], the single-draw ln N(D) of DESIGN.md 2b.
+    """EP for ln E_{theta ~ N(0, K)}[prod_i nu(theta_i)], the single-draw ln N(D) (theory: "The single-draw identity").
 
     ``result.log_z`` is the estimate. nu is bimodal and its Gaussian sites
     can have negative precision; see :func:`run_ep` for how that is kept stable.
@@ -543,6 +569,7 @@ class EPBatch(NamedTuple):
     n_iter: Array
 
 
+@float64
 @partial(jax.jit, static_argnames=("sites",))
 def ep_log_z_batch(
     base: Array, scales: Array, C: Array, y: Array | None = None, *, sites: str = "labels", damping=0.5,
@@ -557,7 +584,7 @@ def ep_log_z_batch(
     linearly, slowly for the nu sites, so that leaves ln Z up to a few 1e-2
     nats from its fixed point (measured: 0.022 at most on the tests' path):
     ten times below EP's own error against sampling, and ample for comparing
-    grid cells (docs/ep.md, section 5). The runs go one after
+    grid cells (the documentation's expectation-propagation page, "Cost"). The runs go one after
     another on a CPU (each stops at its own iteration count) and vectorised
     on an accelerator, where the batch runs in parallel.
     Each run starts from zero sites: starting from a neighbouring point's sites,
@@ -589,6 +616,7 @@ def ep_log_z_batch(
     return jax.lax.map(run, (scales, C), batch_size=batch_size)
 
 
+@float64
 @jax.jit
 def ep_predict(result: EPResult, K_cross: Array, K_diag: Array) -> tuple[Array, Array]:
     """Approximate posterior mean and variance of theta(x*) (GPML Algorithm 3.6, eqs. 3.60-3.61).

@@ -2,7 +2,8 @@
 
 ln Q(D) (the naive evidence) comes from an approximation of the GP integral
 of the unnormalised likelihood; ln N(D) from an estimator of the
-normalisation factor (DESIGN.md section 2). :func:`log_evidence` fits the MAP
+normalisation factor (theory: "Why C and k0 need the evidence" and "The
+normalisation factor"). :func:`log_evidence` fits the MAP
 SVM, computes both and returns an :class:`Evidence` with every term, the
 standard errors of the sampled parts, and the fit itself.
 
@@ -10,7 +11,7 @@ Approximations of ln Q(D):
 
 * ``"laplace"``: Sollich's Laplace-style form around the MAP solution
   (:mod:`bayesvm.laplace`), the original method; far too optimistic where
-  most points are marginal (DESIGN.md 2c).
+  most points are marginal (theory: "Where the Laplace form breaks").
 * ``"ep"``: expectation propagation (:func:`bayesvm.ep.ep_log_evidence`).
 * ``"sampled"``: annealed tempered SMC from the prior to the posterior
   (:func:`bayesvm.annealing.annealed_log_naive_evidence`), with a standard
@@ -28,11 +29,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _linalg
+from ._precision import float64, numpy_leaves
 from .annealing import annealed_log_naive_evidence
 from .ep import ep_log_evidence
 from .kernels import Kernel, gram_matrix
 from .laplace import DETERMINANTS, LaplaceFactor, NaiveEvidenceTerms, laplace_factor, laplace_log_naive_evidence
-from .normalization import NormalizationEstimate, log_normalization, normalization_inputs
+from .normalization import TRAINING_INPUT_METHODS, NormalizationEstimate, log_normalization, normalization_inputs
 from .posterior import Posterior
 from .solver import MapSVM, fit_map
 
@@ -42,9 +44,15 @@ APPROXIMATIONS = ("laplace", "ep", "sampled")
 #: EP runs for the evidence stop once ln Z changes by less than this (nats) three times in a row
 _EP_LOG_Z_TOL = 1e-6
 #: Laplace-style evidence is flagged when more than this share of the points is marginal. Measured
-#: (docs/evidence-accuracy.md, 72 points on six data sets at n = 80): above 7.5% every Laplace value was
-#: more than 5 nats above the sampled reference; its error was about 28.6 * share + 4.2 nats.
+#: (evidence-accuracy study of the documentation, 72 points on six data sets at n = 80): above 7.5% every
+#: Laplace value was more than 5 nats above the sampled reference; its error was about
+#: LAPLACE_OPTIMISM_SLOPE * share + LAPLACE_OPTIMISM_INTERCEPT nats (theory: "Where the Laplace form breaks").
 LAPLACE_MARGINAL_SHARE = 0.075
+#: Least-squares fit, over the same 72 points, of the Laplace-style value's excess over tempered sampling (nats)
+#: against the share of marginal points: excess ~= slope * share + intercept, residual sd in nats.
+LAPLACE_OPTIMISM_SLOPE = 28.6
+LAPLACE_OPTIMISM_INTERCEPT = 4.2
+LAPLACE_OPTIMISM_RESIDUAL_SD = 4.2
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,7 @@ class Evidence:
     n_marginal : size of the marginal set at the MAP solution.
     approximation, determinant : how ln Q(D) was computed.
     fit : the MAP SVM.
+    naive_converged : EP for ln Q(D) converged (always True for the other approximations).
     posterior : Sollich's Gaussian posterior around the fit, built on first
         use; it reuses the Laplace factor of the evidence when there is one.
     """
@@ -79,7 +88,12 @@ class Evidence:
     determinant: str
     normalization: str
     fit: MapSVM
+    naive_converged: bool = True
     _factor: LaplaceFactor | None = field(default=None, repr=False, compare=False)
+
+    def __getstate__(self):
+        # JAX arrays would unpickle in the precision of the moment (float32 with the flag off): store NumPy
+        return numpy_leaves(self.__dict__)
 
     @cached_property
     def posterior(self) -> Posterior:
@@ -120,6 +134,7 @@ class NaiveEvidence(NamedTuple):
     se: float
     terms: NaiveEvidenceTerms | None
     factor: LaplaceFactor | None
+    converged: bool = True
 
 
 def _laplace_naive_evidence(fit: MapSVM, determinant: str) -> tuple[NaiveEvidenceTerms, LaplaceFactor]:
@@ -132,11 +147,13 @@ def _laplace_naive_evidence(fit: MapSVM, determinant: str) -> tuple[NaiveEvidenc
     return NaiveEvidenceTerms(*(np.asarray(t) for t in terms)), factor
 
 
+@float64
 def log_naive_evidence(fit: MapSVM, *, determinant: str = "regularized") -> NaiveEvidenceTerms:
     """Sollich's Laplace-style ln Q(D) for a fitted MAP SVM (see :mod:`bayesvm.laplace`)."""
     return _laplace_naive_evidence(fit, determinant)[0]
 
 
+@float64
 def naive_evidence(
     fit: MapSVM, approximation: str = "laplace", *, determinant: str = "regularized", random_state=0
 ) -> NaiveEvidence:
@@ -150,12 +167,13 @@ def naive_evidence(
     if approximation == "ep":
         result = ep_log_evidence(K, jnp.asarray(fit.y), fit.C, log_z_tol=_EP_LOG_Z_TOL)
         if not bool(result.converged):
-            warnings.warn("EP for ln Q(D) did not converge; the value is unreliable", RuntimeWarning, stacklevel=2)
-        return NaiveEvidence(float(result.log_z), 0.0, None, None)
+            warnings.warn("EP for ln Q(D) did not converge; the value is unreliable", RuntimeWarning, stacklevel=3)
+        return NaiveEvidence(float(result.log_z), 0.0, None, None, bool(result.converged))
     result = annealed_log_naive_evidence(K, fit.y, fit.C, key=random_state)
     return NaiveEvidence(float(result.value), float(result.se), None, None)
 
 
+@float64
 def log_evidence(
     X,
     y,
@@ -164,7 +182,7 @@ def log_evidence(
     kernel: Kernel | None = None,
     approximation: str = "ep",
     determinant: str = "regularized",
-    normalization: str = "ep",
+    normalization: str = "annealed",
     normalization_inputs_from="training",
     n_samples: int = 2000,
     max_inputs: int = 500,
@@ -177,17 +195,21 @@ def log_evidence(
     X, y : training inputs and two-valued labels.
     C, kernel : hyperparameters (kernel default ``RBF()``).
     approximation : how ln Q(D) is computed: ``"ep"`` (default),
-        ``"laplace"`` (Sollich's Laplace-style form, DESIGN.md 2a) or
+        ``"laplace"`` (Sollich's Laplace-style form; theory: "The naive
+        evidence: a Laplace-style approximation") or
         ``"sampled"`` (see the module docstring).
     determinant : for ``"laplace"``: ``"regularized"`` det(I + L_m K_m)
         (default) or ``"raw"`` det(L_m K_m).
-    normalization : estimator of ln N(D): ``"ep"`` (default; over the
-        training inputs), ``"annealed"`` or ``"prior"`` (plain prior sampling;
-        see :func:`bayesvm.normalization.log_normalization`).
-    normalization_inputs_from : the inputs standing in for Q(x): ``"training"``,
-        ``"gaussian"``, ``"box"`` or an array (see
-        :func:`bayesvm.normalization.normalization_inputs`); ``"ep"`` always
-        uses the training inputs.
+    normalization : estimator of ln N(D) (see
+        :func:`bayesvm.normalization.log_normalization`): ``"annealed"``
+        (default: tempered SMC over the n training inputs, the estimator the
+        selection and :class:`~bayesvm.BayesianSVC` report), ``"ep"`` (over the
+        training inputs; fast, but tens of nats low where the latents are
+        strongly correlated), ``"annealed-stand-in"`` or ``"prior"`` (over
+        stand-in inputs; ``"prior"`` is biased low at realistic n).
+    normalization_inputs_from : for the stand-in methods, the inputs standing
+        in for Q(x): ``"training"``, ``"gaussian"``, ``"box"`` or an array (see
+        :func:`bayesvm.normalization.normalization_inputs`).
     n_samples, max_inputs, random_state : of the sampling estimators.
     """
     if approximation not in APPROXIMATIONS:
@@ -195,8 +217,10 @@ def log_evidence(
     if determinant not in DETERMINANTS:
         raise ValueError(f"determinant must be one of {DETERMINANTS}; got {determinant!r}")
     fit = fit_map(X, y, C=C, kernel=kernel)
-    naive, naive_se, terms, factor = naive_evidence(fit, approximation, determinant=determinant, random_state=random_state)
-    if normalization == "ep":
+    naive, naive_se, terms, factor, converged = naive_evidence(
+        fit, approximation, determinant=determinant, random_state=random_state
+    )
+    if normalization in TRAINING_INPUT_METHODS:
         inputs = fit.X
     else:
         inputs = normalization_inputs(fit.X, normalization_inputs_from, max_inputs=max_inputs, random_state=random_state)
@@ -227,6 +251,7 @@ def log_evidence(
         determinant=determinant,
         normalization=normalization,
         fit=fit,
+        naive_converged=converged,
         _factor=factor,
     )
 
@@ -237,15 +262,16 @@ def _warn_outside_range(terms: NaiveEvidenceTerms, n_marginal: int, n: int, dete
             f"the {determinant} Laplace determinant is degenerate (singular K_m or a marginal alpha at a bound): "
             f"ln Q(D) = {float(terms.value)}. Use determinant='regularized'.",
             RuntimeWarning,
-            stacklevel=3,
+            stacklevel=4,  # _warn_outside_range, log_evidence, its float64 wrapper, the caller
         )
     share = n_marginal / n
     if share > LAPLACE_MARGINAL_SHARE:
         warnings.warn(
             f"{n_marginal} of {n} points are marginal: the Laplace-style evidence linearises the prior over "
-            f"each marginal kink and is too optimistic, by about {28.6 * share + 4.2:.0f} +- 4 nats at this share "
-            "(measured against annealed sampling, docs/evidence-accuracy.md). Use approximation='ep' (the "
-            "default), or 'sampled' to check.",
+            f"each marginal kink and is too optimistic, by about "
+            f"{LAPLACE_OPTIMISM_SLOPE * share + LAPLACE_OPTIMISM_INTERCEPT:.0f} +- {LAPLACE_OPTIMISM_RESIDUAL_SD:.0f} "
+            "nats at this share (measured against annealed sampling on six data sets of 80 points). Use "
+            "approximation='ep' (the default), or 'sampled' to check.",
             RuntimeWarning,
-            stacklevel=3,
+            stacklevel=4,
         )

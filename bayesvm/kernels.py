@@ -7,7 +7,8 @@ Every kernel has the form
 where ``base`` is the unit-amplitude shape of the family, ``amplitude`` is the
 prior variance scale k0 and ``offset`` is the variance k_b of a constant
 (bias) term: a Gaussian prior of variance B^2 on the SVM bias b is the same as
-adding B^2 to the kernel (DESIGN.md section 3), so there is no separate b.
+adding B^2 to the kernel (theory: "The bias is the kernel offset"), so there
+is no separate b.
 
 Kernels are frozen dataclasses registered as JAX pytrees: their continuous
 hyperparameters are array leaves, so a kernel whose leaves are arrays of
@@ -25,6 +26,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._precision import float64
+
 Array = jax.Array
 
 __all__ = [
@@ -39,6 +42,7 @@ __all__ = [
 ]
 
 
+@float64
 def squared_distances(X1: Array, X2: Array) -> Array:
     """Pairwise squared Euclidean distances, clipped at zero.
 
@@ -64,6 +68,8 @@ class Kernel:
 
     _positive: ClassVar[tuple[str, ...]] = ()
     name: ClassVar[str] = "kernel"
+    #: the continuous hyperparameter of ``base`` that the selection searches (None: the family has none)
+    shape_parameter: ClassVar[str | None] = None
 
     def base(self, X1: Array, X2: Array) -> Array:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -72,6 +78,7 @@ class Kernel:
         """Diagonal of ``base(X, X)``; subclasses override when it is cheaper."""
         return jax.vmap(lambda x: self.base(x[None, :], x[None, :])[0, 0])(X)
 
+    @float64
     def __call__(self, X1: Array, X2: Array | None = None) -> Array:
         """Gram matrix ``K(X1, X2)`` (``K(X1, X1)`` when ``X2`` is None)."""
         X1 = jnp.asarray(X1)
@@ -85,6 +92,7 @@ class Kernel:
             base = self.base(X1, jnp.asarray(X2))
         return self.amplitude * base + self.offset
 
+    @float64
     def diag(self, X: Array) -> Array:
         """``K(x, x)`` for each row of ``X``."""
         return self.amplitude * self.base_diag(jnp.asarray(X)) + self.offset
@@ -134,6 +142,7 @@ class RBF(Kernel):
     offset: float | Array = 1.0
     _positive: ClassVar[tuple[str, ...]] = ("length_scale",)
     name: ClassVar[str] = "rbf"
+    shape_parameter: ClassVar[str | None] = "length_scale"
 
     def base(self, X1, X2):
         return jnp.exp(-0.5 * squared_distances(X1, X2) / self.length_scale**2)
@@ -150,6 +159,7 @@ class Exponential(Kernel):
     offset: float | Array = 1.0
     _positive: ClassVar[tuple[str, ...]] = ("length_scale",)
     name: ClassVar[str] = "exponential"
+    shape_parameter: ClassVar[str | None] = "length_scale"
 
     def base(self, X1, X2):
         return jnp.exp(-jnp.sqrt(squared_distances(X1, X2)) / self.length_scale)
@@ -168,6 +178,7 @@ class Polynomial(Kernel):
     degree: int = 2
     _positive: ClassVar[tuple[str, ...]] = ("gamma",)
     name: ClassVar[str] = "polynomial"
+    shape_parameter: ClassVar[str | None] = "gamma"
 
     def base(self, X1, X2):
         return (self.gamma * (X1 @ X2.T) + self.coef0) ** self.degree
@@ -203,6 +214,7 @@ Exponential = _register(Exponential, ["length_scale", "amplitude", "offset"])
 Polynomial = _register(Polynomial, ["gamma", "coef0", "amplitude", "offset"], ["degree"])
 Linear = _register(Linear, ["amplitude", "offset"])
 
+@float64
 @jax.jit
 def gram_matrix(kernel: Kernel, X1: Array, X2: Array | None = None) -> Array:
     """``kernel(X1, X2)`` compiled once per kernel family and input shapes."""

@@ -1,6 +1,6 @@
 """Sollich's Laplace-style approximation around the MAP solution.
 
-Naive evidence (DESIGN.md section 2a). Split the training points at the MAP
+Naive evidence (theory: "The naive evidence: a Laplace-style approximation"). Split the training points at the MAP
 solution into the marginal set m = {i : 0 < a_i < C} and the rest. Keeping
 the linear kinks of the marginal points and dropping their quadratic
 couplings gives
@@ -15,7 +15,7 @@ form (the default) uses det(I + L_m K_m), which treats each kink as a
 Gaussian of unit height and the same area (precision L_ii) and keeps the
 evidence continuous as points enter and leave the marginal set.
 
-Posterior variance (DESIGN.md section 3), consistent with that form:
+Posterior variance (theory: "Error bars and predictive probabilities"), consistent with that form:
 
     sigma^2(x) = K(x, x) - k_m(x)^T (K_m + L_m^-1)^-1 k_m(x).
 
@@ -35,6 +35,7 @@ import jax
 import jax.numpy as jnp
 
 from . import _linalg
+from ._precision import float64
 from .model import hinge, log_kappa
 from .solver import DualSolution
 
@@ -73,6 +74,7 @@ class NaiveEvidenceTerms(NamedTuple):
     n_marginal: Array
 
 
+@float64
 def marginal_precision(alpha: Array, C: Array | float) -> Array:
     """L_ii = 2 pi [a_i (C - a_i) / C]^2, the precision of the Gaussian with the kink's area.
 
@@ -82,6 +84,7 @@ def marginal_precision(alpha: Array, C: Array | float) -> Array:
     return 2.0 * jnp.pi * (alpha * (C - alpha) / C) ** 2
 
 
+@float64
 def laplace_factor(K: Array, solution: DualSolution, C: Array | float, size: int) -> LaplaceFactor:
     """Gather the marginal set (at most ``size`` points) and factor B."""
     index, valid = _linalg.subset_indices(solution.marginal, size)
@@ -91,6 +94,7 @@ def laplace_factor(K: Array, solution: DualSolution, C: Array | float, size: int
     return LaplaceFactor(index, valid, sqrt_precision, jnp.linalg.cholesky(B))
 
 
+@float64
 def laplace_log_naive_evidence(
     K: Array,
     y: Array,
@@ -131,6 +135,7 @@ def laplace_log_naive_evidence(
     )
 
 
+@float64
 def laplace_latent_variance(factor: LaplaceFactor, K_cross: Array, K_diag: Array) -> Array:
     """sigma^2(x) = K(x, x) - |chol(B)^-1 (L^1/2 k_m(x))|^2 for each row of ``K_cross``.
 

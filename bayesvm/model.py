@@ -1,6 +1,6 @@
 """The probabilistic model behind the SVM (Sollich 2002), in one place.
 
-Notation (DESIGN.md section 1): latent output theta = theta(x), labels
+Notation (theory: "From the SVM objective to a prior and a likelihood"): latent output theta = theta(x), labels
 y in {-1, +1}, hinge loss l(z) = max(0, 1 - z) and the unnormalised
 likelihood
 
@@ -19,6 +19,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from ._precision import float64
+
 Array = jax.Array
 
 __all__ = [
@@ -31,21 +33,25 @@ __all__ = [
 ]
 
 
+@float64
 def log_kappa(C: Array | float) -> Array:
     """ln kappa(C) = -ln(1 + exp(-2C)), the largest log-constant keeping nu <= 1."""
     return -jnp.logaddexp(0.0, -2.0 * jnp.asarray(C))
 
 
+@float64
 def hinge(z: Array) -> Array:
     """Hinge loss l(z) = max(0, 1 - z)."""
     return jnp.maximum(0.0, 1.0 - z)
 
 
+@float64
 def log_label_likelihood(y: Array, theta: Array, C: Array | float) -> Array:
     """ln Q(y | theta) = ln kappa(C) - C l(y theta)."""
     return log_kappa(C) - C * hinge(y * theta)
 
 
+@float64
 def log_nu(theta: Array, C: Array | float) -> Array:
     """ln nu(theta) = ln kappa(C) + ln[exp(-C l(theta)) + exp(-C l(-theta))].
 
@@ -54,6 +60,7 @@ def log_nu(theta: Array, C: Array | float) -> Array:
     return log_kappa(C) + jnp.logaddexp(-C * hinge(theta), -C * hinge(-theta))
 
 
+@float64
 def label_log_odds(theta: Array, C: Array | float) -> Array:
     """ln[Q(+1|theta) / Q(-1|theta)] = C g(theta).
 
@@ -64,6 +71,7 @@ def label_log_odds(theta: Array, C: Array | float) -> Array:
     return C * g
 
 
+@float64
 def label_probability(theta: Array, C: Array | float) -> Array:
     """P(y = +1 | theta) = Q(+1) / (Q(+1) + Q(-1)) = sigmoid(C g(theta))."""
     return jax.nn.sigmoid(label_log_odds(theta, C))

@@ -1,7 +1,7 @@
 """The normalisation factor N(D) of the evidence.
 
 P(D | C, K) = Q(D) / N(D), with N(D) = E_{theta ~ GP}[N(theta)^n] and
-N(theta) = E_x[nu(theta(x))] (DESIGN.md section 2b). With M input points
+N(theta) = E_x[nu(theta(x))] (theory: "The normalisation factor"). With M input points
 x_1..x_M standing in for the input distribution and S prior draws,
 
     ln N(D) ~= ln (1/S) sum_s exp( n ln( (1/M) sum_j nu(theta^(s)_j) ) ).
@@ -12,7 +12,7 @@ the base matrix serves every amplitude, offset and C, and the same standard
 normals (common random numbers) make the estimate a smooth function of the
 hyperparameters.
 
-Warning, measured (DESIGN.md 2b): this plain estimator is biased low as n
+Warning, measured (theory: "The normalisation factor"): this plain estimator is biased low as n
 grows, because the mean of N(theta)^n is carried by rare draws; its own
 standard error then looks small. The effective sample size of the weights is
 the diagnostic, and :func:`log_normalization` warns when it is low.
@@ -21,9 +21,11 @@ the diagnostic, and :func:`log_normalization` warns when it is low.
 ``method="annealed"`` (tempered SMC with elliptical slice sampling over the
 same integral, :mod:`bayesvm.annealing`) and ``method="ep"`` (expectation
 propagation on the single-draw identity N(D) = E_theta[prod_i nu(theta(x_i))]
-with the n training inputs as the draw from Q^n, :mod:`bayesvm.ep`;
+with the n training inputs as the draw from Q^n (theory: "The single-draw
+identity"), :mod:`bayesvm.ep`;
 deterministic, so its standard error is 0, but it is an approximation: 0.7-2
-nats low where nu's two modes matter, see docs/ep.md).
+nats low where nu's two modes matter, and tens of nats where the latents are
+strongly correlated; theory: "Expectation propagation").
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import numpy as np
 from jax.scipy.special import logsumexp
 
 from ._linalg import psd_cholesky
+from ._precision import float64
 from ._validation import check_inputs, check_kernel, check_positive
 from .annealing import annealed_log_normalization
 from .ep import ep_log_normalization
@@ -57,7 +60,11 @@ __all__ = [
 ]
 
 INPUT_CHOICES = ("training", "gaussian", "box")
-METHODS = ("prior", "annealed", "ep")
+#: estimators of ln N(D), each one integral: over the n training inputs ("annealed", "ep") or over M stand-in
+#: inputs ("annealed-stand-in", "prior"); see :func:`log_normalization`
+METHODS = ("annealed", "ep", "annealed-stand-in", "prior")
+#: the methods that integrate over the n training inputs themselves (the single-draw identity)
+TRAINING_INPUT_METHODS = ("annealed", "ep")
 #: below this effective sample size the plain estimate is flagged as unreliable
 _MIN_ESS = 100.0
 
@@ -108,6 +115,7 @@ def normalization_inputs(X, choice="training", *, max_inputs: int = 500, random_
     raise ValueError(f"inputs must be one of {INPUT_CHOICES} or an array of input points; got {choice!r}")
 
 
+@float64
 def prior_draws(kernel: Kernel, inputs, *, n_samples: int = 2000, random_state=0) -> PriorDraws:
     """Unit-amplitude GP prior draws at ``inputs`` for the kernel's shape (one Cholesky)."""
     inputs = jnp.asarray(inputs)
@@ -119,6 +127,7 @@ def prior_draws(kernel: Kernel, inputs, *, n_samples: int = 2000, random_state=0
     return PriorDraws(f=z @ jnp.asarray(L).T, b=b)
 
 
+@float64
 @jax.jit
 def log_normalization_from_draws(draws: PriorDraws, amplitude, offset, C, n) -> NormalizationEstimate:
     """ln N(D) from common prior draws (pure; vmap over amplitude, offset, C, n).
@@ -139,30 +148,43 @@ def log_normalization_from_draws(draws: PriorDraws, amplitude, offset, C, n) -> 
     return NormalizationEstimate(value=value, se=se, ess=ess, n_samples=jnp.asarray(S))
 
 
+@float64
 def log_normalization(
     *,
     kernel: Kernel,
     C: float,
     n: int,
     inputs,
-    method: str = "prior",
+    method: str = "annealed",
     n_samples: int = 2000,
     max_inputs: int = 500,
     random_state=0,
 ) -> NormalizationEstimate:
-    """Estimate ln N(D) = ln E_GP[N(theta)^n] for n training points.
+    """Estimate ln N(D) for n training points; ``method`` names both the integral and the estimator.
+
+    Over the n training inputs (``inputs`` must be those n points; theory:
+    "The single-draw identity"), ln N(D) ~= ln E_theta[prod_i nu(theta(x_i))]:
+
+    * ``"annealed"`` (default): tempered SMC with elliptical slice moves
+      (:func:`bayesvm.annealing.annealed_log_normalization`, route "product"),
+      with a standard error from independent runs; the reference estimator;
+    * ``"ep"``: expectation propagation (:func:`bayesvm.ep.ep_log_normalization`),
+      deterministic but tens of nats low where the latents are strongly
+      correlated (theory: "Expectation propagation").
+
+    Over M stand-in inputs (``inputs`` subsampled to ``max_inputs``; theory:
+    "The normalisation factor"), ln N(D) ~= ln E_theta[(mean_j nu(theta(x_j)))^n]:
+
+    * ``"annealed-stand-in"``: tempered SMC (route "mean");
+    * ``"prior"``: plain sampling from the GP prior, biased low by many nats
+      at realistic n (it warns when its effective sample size is low).
 
     Parameters
     ----------
     kernel, C : hyperparameters.
     n : number of training points (the exponent).
-    inputs : (M, d) points standing in for the input distribution (use
-        :func:`normalization_inputs` to derive them from training data);
-        subsampled to ``max_inputs``. For ``method="ep"`` these must be the n
-        training inputs themselves (the single-draw identity).
-    method : ``"prior"`` (plain sampling from the GP prior), ``"annealed"``
-        (tempered SMC, :func:`bayesvm.annealing.annealed_log_normalization`,
-        route "mean") or ``"ep"`` (:func:`bayesvm.ep.ep_log_normalization`).
+    inputs : the n training inputs, or M stand-in points (see above and
+        :func:`normalization_inputs`).
     n_samples : prior draws S (``"prior"`` only).
     random_state : seed (fix it for common random numbers across hyperparameters).
     """
@@ -172,30 +194,39 @@ def log_normalization(
     C = check_positive(C, "C")
     if isinstance(n, bool) or int(n) != n or n < 1:
         raise ValueError(f"n must be a positive integer (the number of training points); got {n!r}")
-    if method == "ep":
+    if method in TRAINING_INPUT_METHODS:
         inputs = check_inputs(inputs, name="inputs")
         if inputs.shape[0] != n:
             raise ValueError(
-                f"method='ep' integrates over the n training inputs: n = {n} but inputs has {inputs.shape[0]} rows"
+                f"method={method!r} integrates over the n training inputs: n = {n} but inputs has "
+                f"{inputs.shape[0]} rows (use 'annealed-stand-in' for stand-in inputs)"
             )
-        # only ln Z is used: stop once it has settled (the nu sites can keep moving long after, docs/ep.md)
+    if method == "annealed":
+        result = annealed_log_normalization(kernel, C, int(n), inputs, route="product", key=random_state)
+        return _from_annealing(result)
+    if method == "ep":
+        # only ln Z is used: stop once it has settled (the nu sites keep creeping long after ln Z has settled)
         result = ep_log_normalization(gram_matrix(kernel, jnp.asarray(inputs)), C, log_z_tol=1e-6)
         if not bool(result.converged):
-            warnings.warn("EP for ln N(D) did not converge; the value is unreliable", RuntimeWarning, stacklevel=2)
+            warnings.warn("EP for ln N(D) did not converge; the value is unreliable", RuntimeWarning, stacklevel=3)
         zero = jnp.zeros(())
         return NormalizationEstimate(value=result.log_z, se=zero, ess=jnp.asarray(jnp.inf), n_samples=zero)
     inputs = normalization_inputs(inputs, "training", max_inputs=max_inputs, random_state=random_state)
-    if method == "annealed":
-        result = annealed_log_normalization(kernel, C, int(n), inputs, route="mean", key=random_state)
-        return NormalizationEstimate(
-            value=jnp.asarray(result.value), se=jnp.asarray(result.se), ess=jnp.asarray(result.ess),
-            n_samples=jnp.asarray(result.n_runs),
-        )
+    if method == "annealed-stand-in":
+        return _from_annealing(annealed_log_normalization(kernel, C, int(n), inputs, route="mean", key=random_state))
     n_samples = int(check_positive(n_samples, "n_samples"))
     draws = prior_draws(kernel, inputs, n_samples=n_samples, random_state=random_state)
     estimate = log_normalization_from_draws(draws, kernel.amplitude, kernel.offset, C, n)
     warn_if_unreliable(estimate)
     return estimate
+
+
+def _from_annealing(result) -> NormalizationEstimate:
+    """An annealed estimate in this module's form (``n_samples`` counts the independent runs)."""
+    return NormalizationEstimate(
+        value=jnp.asarray(result.value), se=jnp.asarray(result.se), ess=jnp.asarray(result.ess),
+        n_samples=jnp.asarray(result.n_runs),
+    )
 
 
 def warn_if_unreliable(estimate: NormalizationEstimate) -> None:
@@ -204,8 +235,9 @@ def warn_if_unreliable(estimate: NormalizationEstimate) -> None:
     if ess < _MIN_ESS:
         warnings.warn(
             f"ln N(D) by plain prior sampling rests on {ess:.1f} effective draws of {int(estimate.n_samples)}: "
-            "the estimate is likely biased low by several nats and its standard error is unreliable "
-            "(DESIGN.md 2b). Use more samples or an annealed estimator.",
+            "the estimate is likely biased low by several nats and its standard error is unreliable (the mean of "
+            "N(theta)^n is carried by rare draws that a finite sample usually misses). Use more samples or an "
+            "annealed estimator.",
             RuntimeWarning,
-            stacklevel=3,
+            stacklevel=4,  # warn_if_unreliable, log_normalization, its float64 wrapper, the caller
         )

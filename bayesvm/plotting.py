@@ -32,6 +32,7 @@ from matplotlib.patches import Patch
 
 from . import model
 from ._linalg import psd_cholesky
+from ._precision import float64
 from ._validation import check_kernel, check_labels, check_positive
 from .kernels import Kernel
 
@@ -139,6 +140,7 @@ def _training_points(X_train, y_train, n_features: int) -> tuple[np.ndarray, np.
 # prior samples (Sollich 2002, Fig. 1)
 
 
+@float64
 def sample_prior(
     kernel: Kernel, X, n_samples: int = 1, random_state: int | np.random.Generator | None = 0
 ) -> np.ndarray:
@@ -172,6 +174,7 @@ def unit_square_grid(resolution: int) -> tuple[np.ndarray, np.ndarray]:
     return x, np.column_stack([x1.ravel(), x2.ravel()])
 
 
+@float64
 def label_grey_level(theta, C: float) -> np.ndarray:
     """Grey level (0 black, 1 white) showing the label distribution at theta.
 
@@ -207,6 +210,7 @@ def _draw_prior_image(ax: Axes, kernel: Kernel, C: float, resolution: int, rando
     ax.set_ylabel("$x_2$")
 
 
+@float64
 def plot_prior_sample(
     kernel: Kernel,
     C: float,
@@ -233,6 +237,7 @@ def plot_prior_sample(
     return ax.figure
 
 
+@float64
 def plot_prior_grid(
     kernels: Mapping[str, Kernel] | Sequence[Kernel],
     Cs: float | Sequence[float] = 1.0,
@@ -285,6 +290,7 @@ def plot_prior_grid(
     return fig
 
 
+@float64
 def plot_prior_functions_1d(
     kernel: Kernel,
     C: float,

@@ -1,4 +1,4 @@
-"""Predictive class probabilities and error bars (DESIGN.md section 3).
+"""Predictive class probabilities and error bars (theory: "Error bars and predictive probabilities").
 
 The posterior of the latent output at x is approximated as Gaussian,
 theta(x) ~ N(theta*(x), sigma^2(x)), with theta* the SVM output and sigma^2
@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _linalg
+from ._precision import float64, numpy_leaves
 from ._validation import check_inputs
 from .ep import EPResult, ep_log_evidence, ep_predict, hinge_tilted_moments
 from .kernels import gram_matrix
@@ -67,11 +68,13 @@ def _same_side_of_half(p: Array, mean: Array) -> Array:
     return jnp.where(mean > 0.0, jnp.maximum(p, above), jnp.where(mean < 0.0, jnp.minimum(p, below), 0.5))
 
 
+@float64
 def map_probability(mean: Array, variance: Array | None, C: Array | float) -> Array:
     """Plug-in P(+1 | theta*) = sigmoid(C g(theta*)) (``variance`` is ignored)."""
     return _same_side_of_half(label_probability(mean, C), mean)
 
 
+@float64
 def averaged_probability(mean: Array, variance: Array, C: Array | float) -> Array:
     """<Q(+1|theta)> / <nu(theta)> under theta ~ N(mean, variance), in closed form.
 
@@ -84,6 +87,7 @@ def averaged_probability(mean: Array, variance: Array, C: Array | float) -> Arra
     return _same_side_of_half(p, mean)
 
 
+@float64
 def simple_average_probability(mean: Array, variance: Array, C: Array | float) -> Array:
     """<P(+1|theta)> under theta ~ N(mean, variance), by 64-node Gauss-Hermite quadrature."""
     nodes = jnp.asarray(_HERMITE_NODES)
@@ -96,6 +100,7 @@ def simple_average_probability(mean: Array, variance: Array, C: Array | float) -
 _PROBABILITY = {"averaged": averaged_probability, "map": map_probability, "simple": simple_average_probability}
 
 
+@float64
 def predictive_probability(mean: Array, variance: Array, C: Array | float, method: str = "averaged") -> Array:
     """P(y = +1 | x) from the Gaussian latent posterior by the named method."""
     if method not in _PROBABILITY:
@@ -124,7 +129,12 @@ class Posterior:
     factor: LaplaceFactor | None = None
     ep: EPResult | None = None
 
+    def __getstate__(self):
+        # JAX arrays would unpickle in the precision of the moment (float32 with the flag off): store NumPy
+        return numpy_leaves(self.__dict__)
+
     @classmethod
+    @float64
     def from_fit(cls, fit: MapSVM, approximation: str = "laplace") -> "Posterior":
         """Factor the approximation once: B = I + L^1/2 K_m L^1/2 (Laplace) or an EP run."""
         if approximation not in APPROXIMATIONS:
@@ -134,7 +144,7 @@ class Posterior:
             result = ep_log_evidence(K, jnp.asarray(fit.y), fit.C)
             if not bool(result.converged):
                 warnings.warn(f"EP for the posterior did not converge in {int(result.n_iter)} iterations; its "
-                              "predictions are approximate", RuntimeWarning, stacklevel=2)
+                              "predictions are approximate", RuntimeWarning, stacklevel=3)
             return cls(fit=fit, ep=result)
         size = _linalg.buffer_size(int(fit.marginal.sum()), fit.X.shape[0])
         return cls(fit=fit, factor=laplace_factor(K, fit.solution, fit.C, size))
@@ -143,6 +153,7 @@ class Posterior:
     def approximation(self) -> str:
         return "laplace" if self.ep is None else "ep"
 
+    @float64
     def latent(self, X) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and variance of theta(x) at new inputs."""
         X = jnp.asarray(check_inputs(X, n_features=self.fit.X.shape[1]))
@@ -154,11 +165,13 @@ class Posterior:
         mean = K_cross @ (self.fit.solution.alpha * jnp.asarray(self.fit.y))
         return np.asarray(mean), np.asarray(laplace_latent_variance(self.factor, K_cross, K_diag))
 
+    @float64
     def predict_proba(self, X, method: str = "averaged") -> np.ndarray:
         """P(y = +1 | x) (``+1`` is ``fit.classes[1]``), shape (n_samples,)."""
         mean, variance = self.latent(X)
         return np.asarray(predictive_probability(mean, variance, self.fit.C, method))
 
+    @float64
     def error_bars(self, X) -> ErrorBars:
         """theta* +- sigma and P(+1) at those ends."""
         mean, variance = self.latent(X)

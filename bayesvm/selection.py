@@ -1,4 +1,4 @@
-"""Hyperparameter selection by maximising the evidence (DESIGN.md section 4).
+"""Hyperparameter selection by maximising the evidence (theory: "Why C and k0 need the evidence").
 
 The grid is parametrised by the quantities the MAP solution actually depends
 on. With K = k0 (base + r), r = k_b / k0 the offset ratio, substitute
@@ -23,7 +23,8 @@ at one (shape, r) depends on the approximation:
   converge the cell is NaN (left out of the argmax) and the selection says
   how many there were.
 * ``"laplace"``: the Laplace-style terms along every line from the one solve
-  (cheap, but far too optimistic where many points are marginal, DESIGN.md 2c).
+  (cheap, but far too optimistic where many points are marginal; theory:
+  "Where the Laplace form breaks").
 * ``"prior"`` normalisation: one set of unit-amplitude prior draws per shape
   (one Cholesky) with common random numbers across every (r, P, C).
 * ``"annealed"`` normalisation (the default): tempered SMC over the training
@@ -49,7 +50,7 @@ cavity, EP settles near the factorised value sum_i ln E[nu(theta_i)] and
 misses the rare event that every theta_i lies inside the margin together,
 which carries N(D): on an equicorrelated prior, -17.7 against -6.86 by
 quadrature (tests/test_ep.py); on synth at n = 100, up to 53 nats below tempered
-SMC at the cells the selection ran into (docs/selection-benchmark.md). It
+SMC at the cells the selection ran into (the documentation's selection benchmark). It
 also fails at ordinary settings on larger data where nu's two modes at
 theta = +-1 matter: on Pima, 17 nats low at C = 1, amplitude 1 (n = 280) and
 51 at amplitude 0.3 (n = 537). That error makes the evidence run away into
@@ -75,7 +76,7 @@ while ln Z has settled: on one 175-point split of Ripley's synth the evidence
 peaked at C = 0.024, k0 = 1.3e10, l = 92, about 35 nats above the interior,
 where the full annealed check of ln N(D) agreed and was reliable, yet the
 posterior mean kept drifting (3000 iterations) and the held-out error was
-0.51 (docs/selection-benchmark.md, fourth run). Such a cell
+0.51 (the documentation's selection benchmark, fourth run). Such a cell
 is left out (its ln Q(D) NaN) and the argmax taken again, at most
 ``max_checks`` tests; the breast-cancer demo's corner optimum (C = 0.0027,
 k0 = 3.7e9) converges in 119 iterations and predicts well, so the corner as
@@ -89,7 +90,7 @@ computation here means anything (EP, the sampler and the solver all see the
 margin through rounding noise), so cells with k0 above
 1e-2 / (n eps (1 + r)) (5.6e11 at n = 40, 5.6e10 at n = 400 for r = 1) are
 left out and the selection says so. The selection ran there on Ripley's synth
-before (amplitudes 1e13 to 1e15, docs/selection-benchmark.md).
+before (amplitudes 1e13 to 1e15; the documentation's selection benchmark).
 
 Surfaces are arrays of shape ``(n_shape, n_offset_ratio, n_C_k0, n_C)``.
 
@@ -105,7 +106,7 @@ repeats. It only compares values, so kinks do not mislead it, and it stays
 within the cells next to the grid optimum.
 
 Grid edges. The Laplace-style evidence is far too optimistic in the
-large-amplitude, short-length-scale corner (DESIGN.md 2c), and maximisation
+large-amplitude, short-length-scale corner (theory: "Where the Laplace form breaks"), and maximisation
 runs into it; any evidence can also peak outside a grid that is too narrow. When the grid optimum sits on the edge of an axis that the
 grid varies, the selection warns (:class:`GridEdgeWarning`) and extends that
 axis by ``extend_points`` steps of its own log spacing, at most
@@ -132,14 +133,16 @@ import numpy as np
 from sklearn.model_selection import StratifiedKFold
 
 from . import _linalg
+from ._precision import float64
 from ._validation import check_inputs, check_kernel, check_labels
 from .annealing import AnnealingResult, annealed_log_normalization, prior_factor
 from .ep import ep_log_evidence, ep_log_z_batch
 from .evidence import APPROXIMATIONS, LAPLACE_MARGINAL_SHARE, Evidence, naive_evidence
 from .kernels import Kernel, gram_matrix, make_kernel, squared_distances
 from .laplace import DETERMINANTS, NaiveEvidenceTerms, laplace_factor, laplace_log_naive_evidence
+from .hyperparameters import SearchSpace
 from .posterior import Posterior
-from .normalization import METHODS as NORMALIZATION_METHODS
+from .search import default_starts, select_by_search
 from .normalization import (
     NormalizationEstimate,
     log_normalization_from_draws,
@@ -164,8 +167,9 @@ __all__ = [
     "select_hyperparameters",
 ]
 
-METHODS = ("evidence", "cv")
-NORMALIZATIONS = NORMALIZATION_METHODS
+METHODS = ("search", "grid", "cv")
+#: ln N(D) estimators of the grid: the two over the training inputs, and plain prior sampling over stand-in inputs
+NORMALIZATIONS = ("annealed", "ep", "prior")
 #: the kernel's shape hyperparameter searched by the grid (None: the family has none)
 SHAPE_PARAMETERS: dict[str, str | None] = {
     "rbf": "length_scale",
@@ -282,6 +286,7 @@ def _shape_name(template: Kernel) -> str | None:
     return SHAPE_PARAMETERS[template.name]
 
 
+@float64
 def default_grid(X, kernel="rbf") -> Grid:
     """Default grid derived from the data.
 
@@ -456,7 +461,7 @@ def _ep_block(problem: "_Problem", shape, ratio, P, C):
 
 
 def _ep_normalization_block(problem: "_Problem", shape, ratio, P, C) -> NormalizationEstimate:
-    """ln N(D) ~= ln E[prod_i nu(theta_i)] over the training inputs (DESIGN.md 2b identity), by EP."""
+    """ln N(D) ~= ln E[prod_i nu(theta_i)] over the training inputs (theory: "The single-draw identity"), by EP."""
     value = _ep_values(problem, shape, ratio, P, C, "nu")
     zeros = np.zeros_like(value)
     return NormalizationEstimate(value=value, se=zeros, ess=np.full_like(value, np.inf), n_samples=zeros)
@@ -894,13 +899,14 @@ def _nan_to_none(nested):
 # selection
 
 
+@float64
 def select_hyperparameters(
     X,
     y,
     *,
     kernel="rbf",
     grid=None,
-    method: str = "evidence",
+    method: str = "search",
     refine: bool = True,
     refine_rounds: int = 2,
     approximation: str = "ep",
@@ -929,7 +935,12 @@ def select_hyperparameters(
         overriding some default axes: ``"C"``, ``"C_k0"``, ``"offset_ratio"``
         and the shape parameter (``"length_scale"``/``"gamma"`` or ``"shape"``).
         A single-valued axis is held fixed.
-    method : ``"evidence"`` (maximise ln P(D)) or ``"cv"`` (minimise the
+    method : ``"search"`` (default: maximise ln P(D) by quasi-Newton ascent
+        with exact gradients, :mod:`bayesvm.search`; returns a
+        :class:`~bayesvm.search.SearchSelection`; ``grid`` may only hold
+        single values, which fix those hyperparameters), ``"grid"`` (maximise
+        ln P(D) over the grid, returns an :class:`EvidenceSurface`: for
+        surfaces and heat maps) or ``"cv"`` (minimise the
         stratified ``cv``-fold error rate over (shape, offset ratio, C k0);
         no refinement or extension: the error rate is piecewise constant).
     refine, refine_rounds : the local pattern search around the grid optimum
@@ -977,6 +988,10 @@ def select_hyperparameters(
             raise ValueError(f"{name} must be an integer >= 0; got {value!r}")
     if isinstance(extend_points, bool) or not isinstance(extend_points, (int, np.integer)) or extend_points < 1:
         raise ValueError(f"extend_points must be an integer >= 1; got {extend_points!r}")
+    if method == "search":
+        space = _search_space(X, template, grid)
+        return select_by_search(X, y, template, space=space, starts=default_starts(space, X, template),
+                                random_state=random_state, progress=progress)
     grid = _resolve_grid(grid, X, template)
     inputs = normalization_inputs(X, normalization_inputs_from, max_inputs=max_inputs, random_state=random_state)
     problem = _Problem(
@@ -988,6 +1003,39 @@ def select_hyperparameters(
         return _select_by_cv(problem, grid, classes, cv, random_state, progress)
     return _select_by_evidence(problem, grid, classes, refine, refine_rounds, max_extensions, extend_points,
                                on_edge, progress)
+
+
+def _search_space(X, template: Kernel, grid) -> SearchSpace:
+    """The search's bounds, with the hyperparameters that ``grid`` pins to one value held fixed."""
+    space = SearchSpace.default(X, template)
+    if grid is None:
+        return space
+    if not isinstance(grid, Mapping):
+        raise ValueError("with method='search', grid must be a mapping of hyperparameter -> one value (to fix it)")
+    shape_name = template.shape_parameter
+    accepted = {"C", "C_k0", "offset_ratio"} | ({shape_name} if shape_name else set())
+    unknown = set(grid) - accepted
+    if unknown:
+        raise ValueError(f"unknown hyperparameters {sorted(unknown)} for the {template.name} kernel; accepted: "
+                         f"{sorted(accepted)}")
+    values = {}
+    for name, value in grid.items():
+        value = np.atleast_1d(np.asarray(value, dtype=np.float64))
+        if value.size != 1 or not np.isfinite(value[0]) or value[0] <= 0:
+            raise ValueError(f"with method='search', grid[{name!r}] must be one positive value (it fixes "
+                             f"{name}); got {value.tolist()}. Use method='grid' to evaluate a grid")
+        values[name] = float(value[0])
+    if "C_k0" in values and "C" not in values:
+        raise ValueError("C_k0 can only be fixed together with C")
+    if "C" in values:
+        space = space.fix(0, np.log(values["C"]))
+    if "C_k0" in values:
+        space = space.fix(1, np.log(values["C_k0"] / values["C"]))
+    if "offset_ratio" in values:
+        space = space.fix(2, np.log(values["offset_ratio"]))
+    if shape_name in values:
+        space = space.fix(3, np.log(values[shape_name]))
+    return space
 
 
 def _select_by_evidence(problem, grid, classes, refine, refine_rounds, max_extensions, extend_points, on_edge,
@@ -1042,7 +1090,7 @@ def _select_by_evidence(problem, grid, classes, refine, refine_rounds, max_exten
             stacklevel=3,
         )
     return EvidenceSurface(
-        method="evidence", kernel_name=problem.template.name, shape_name=_shape_name(problem.template), grid=grid,
+        method="grid", kernel_name=problem.template.name, shape_name=_shape_name(problem.template), grid=grid,
         index=index, best=_hyperparameters(problem, point), best_value=evidence.total, best_se=evidence.total_se,
         best_kernel=fit.kernel, naive=surface.naive, naive_se=surface.naive_se,
         log_normalization=surface.log_normalization, log_normalization_se=surface.log_normalization_se,

@@ -1,7 +1,7 @@
 """MAP solution of the Bayesian SVM: the SVM dual without equality constraint.
 
 The MAP latent function minimises 1/2 theta^T K^-1 theta + C sum_i l(y_i theta_i).
-Its dual (DESIGN.md section 1) is the box-constrained quadratic programme
+Its dual (theory: "MAP = SVM") is the box-constrained quadratic programme
 
     max_a  sum_i a_i - 1/2 sum_ij a_i a_j y_i y_j K_ij,   0 <= a_i <= C,
 
@@ -51,6 +51,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _linalg
+from ._precision import float64, numpy_leaves
 from ._validation import check_inputs, check_kernel, check_labels, check_positive
 from .kernels import RBF, Kernel, gram_matrix
 
@@ -92,6 +93,7 @@ class DualSolution(NamedTuple):
     converged: Array
 
 
+@float64
 def kkt_violation(alpha: Array, theta: Array, y: Array, C: Array | float) -> Array:
     """Largest violation of the KKT conditions, in margin units.
 
@@ -351,6 +353,7 @@ def _default_max_iter(n: int) -> int:
     return 200 * n + 10_000
 
 
+@float64
 @partial(jax.jit, static_argnames=("max_iter", "max_free"))
 def solve_dual(
     K: Array,
@@ -424,6 +427,7 @@ def _solve_adaptive(ascend, finish, K, y, C, tol, max_iter):
     return finish(K, y, C, alpha, theta, n_iter, tol, max_iter=max_iter, max_free=max_free)
 
 
+@float64
 def solve_dual_batch(
     K: Array, y: Array, C: Array, *, tol: float = 1e-8, max_iter: int | None = None, strategy: str = "auto"
 ) -> DualSolution:
@@ -458,6 +462,10 @@ class MapSVM:
     C: float
     solution: DualSolution
 
+    def __getstate__(self):
+        # JAX arrays would unpickle in the precision of the moment (float32 with the flag off): store NumPy
+        return numpy_leaves(self.__dict__)
+
     @property
     def alpha(self) -> np.ndarray:
         return np.asarray(self.solution.alpha)
@@ -487,6 +495,7 @@ class MapSVM:
     def converged(self) -> bool:
         return bool(self.solution.converged)
 
+    @float64
     def decision_function(self, X) -> np.ndarray:
         """MAP output theta*(x) at new inputs, shape (n_samples,)."""
         X = check_inputs(X, n_features=self.X.shape[1])
@@ -494,11 +503,13 @@ class MapSVM:
         coef = self.alpha[sv] * self.y[sv]
         return np.asarray(gram_matrix(self.kernel, jnp.asarray(X), jnp.asarray(self.X[sv])) @ coef)
 
+    @float64
     def predict(self, X) -> np.ndarray:
         """Class labels: ``classes[1]`` where theta*(x) > 0, else ``classes[0]`` (scikit-learn's tie rule)."""
         return np.where(self.decision_function(X) > 0, self.classes[1], self.classes[0])
 
 
+@float64
 def fit_map(X, y, *, C: float = 1.0, kernel: Kernel | None = None, tol: float = 1e-8, max_iter: int | None = None) -> MapSVM:
     """Fit the MAP SVM (the standard SVM with the bias folded into the kernel).
 
@@ -524,6 +535,6 @@ def fit_map(X, y, *, C: float = 1.0, kernel: Kernel | None = None, tol: float = 
             f"the SVM dual solver stopped at KKT violation {float(solution.kkt_violation):.2e} > tol={tol:g}; "
             "raise max_iter or loosen tol. The marginal set (and so the evidence) may be inexact.",
             RuntimeWarning,
-            stacklevel=2,
+            stacklevel=3,  # fit_map, its float64 wrapper, the caller
         )
     return MapSVM(X=X, y=y_pm, classes=classes, kernel=kernel, C=C, solution=solution)

@@ -1,0 +1,160 @@
+"""The search coordinates of the evidence maximisation.
+
+A point of the search is a vector of four logarithms,
+
+    x = (ln C, ln k0, ln r, ln s),   r = k_b / k0 (offset ratio), s = the kernel's shape parameter,
+
+so that the penalty is C = exp(x_0) and the prior covariance is
+K = k0 (base_s(x, x') + r). Logarithms make every coordinate unconstrained
+and scale-free. The MAP SVM depends on C and k0 only through the product
+C k0, so the SVM's own ridge is the diagonal x_0 + x_1 = const; the
+evidence depends on both separately, which is what lets it choose C and k0
+apart (theory: "Hyperparameter selection"). C and k0 are kept as separate
+coordinates rather than C k0 and k0 so that each can be held fixed or
+bounded on its own with box bounds (a user fixes C, say); L-BFGS learns the
+ridge's direction from the gradients. Kernels without a shape parameter
+(linear) ignore x_3.
+
+Any coordinate can be held fixed (:class:`SearchSpace`); the box bounds keep
+k0 (1 + r) below what float64 resolves against the margin |theta| <= 1 at n
+points (theory: "Numerical limits").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .kernels import Kernel
+
+Array = jax.Array
+
+__all__ = [
+    "COORDINATES",
+    "SearchSpace",
+    "kernel_at",
+    "kernel_hyperparameters_at",
+    "penalty_at",
+    "coordinates_of",
+    "max_amplitude",
+]
+
+#: the search coordinates, in vector order
+COORDINATES = ("log_C", "log_amplitude", "log_offset_ratio", "log_shape")
+#: the rounding error allowed in the prior covariance, in theta^2 units against the margin |theta| <= 1
+MARGIN_RESOLUTION = 1e-2
+
+
+def penalty_at(x: Array) -> Array:
+    """C = exp(x_0)."""
+    return jnp.exp(x[0])
+
+
+def kernel_at(template: Kernel, x: Array) -> Kernel:
+    """The kernel of the template's family at the coordinates x (traceable: x may be a JAX tracer)."""
+    amplitude = jnp.exp(x[1])
+    changes = {"amplitude": amplitude, "offset": amplitude * jnp.exp(x[2])}
+    if template.shape_parameter is not None:
+        changes[template.shape_parameter] = jnp.exp(x[3])
+    return template.replace(**changes)
+
+
+def kernel_hyperparameters_at(template: Kernel, x) -> dict[str, float]:
+    """The kernel's amplitude, offset and shape parameter (if any) at the coordinates x, as floats."""
+    x = np.asarray(x, dtype=np.float64)
+    amplitude = float(np.exp(x[1]))
+    out = {"amplitude": amplitude, "offset": amplitude * float(np.exp(x[2]))}
+    if template.shape_parameter is not None:
+        out[template.shape_parameter] = float(np.exp(x[3]))
+    return out
+
+
+def coordinates_of(C: float, kernel: Kernel) -> np.ndarray:
+    """The coordinates x of a penalty C and a kernel (shape coordinate 0 for kernels without one)."""
+    amplitude, offset = float(kernel.amplitude), float(kernel.offset)
+    if offset <= 0.0:
+        raise ValueError("the search works with ln(k_b / k0): the kernel's offset must be > 0")
+    shape = 1.0 if kernel.shape_parameter is None else float(getattr(kernel, kernel.shape_parameter))
+    return np.log([C, amplitude, offset / amplitude, shape])
+
+
+def max_amplitude(n: int, offset_ratio: float) -> float:
+    """The largest k0 whose covariance k0 (base + r) float64 resolves at n points.
+
+    Entries reach k0 (1 + r); sums and factorisations over n points carry a
+    rounding error of about n eps k0 (1 + r) in theta^2 units, which must stay
+    below ``MARGIN_RESOLUTION`` against the margin |theta| <= 1.
+    """
+    return MARGIN_RESOLUTION / (n * np.finfo(np.float64).eps * (1.0 + offset_ratio))
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """Box bounds on the coordinates; a coordinate with equal bounds is held fixed.
+
+    ``lower`` and ``upper`` are length-4 arrays in :data:`COORDINATES` order.
+    """
+
+    lower: np.ndarray
+    upper: np.ndarray
+
+    def __post_init__(self):
+        lower = np.asarray(self.lower, dtype=np.float64)
+        upper = np.asarray(self.upper, dtype=np.float64)
+        if lower.shape != (4,) or upper.shape != (4,):
+            raise ValueError(f"bounds must have one value per coordinate {COORDINATES}")
+        if np.any(~np.isfinite(lower) | ~np.isfinite(upper) | (lower > upper)):
+            raise ValueError(f"bounds must be finite with lower <= upper; got {lower} and {upper}")
+        object.__setattr__(self, "lower", lower)
+        object.__setattr__(self, "upper", upper)
+
+    @property
+    def free(self) -> np.ndarray:
+        """Mask of the coordinates the search moves."""
+        return self.upper > self.lower
+
+    def clip(self, x) -> np.ndarray:
+        return np.clip(np.asarray(x, dtype=np.float64), self.lower, self.upper)
+
+    def fix(self, index: int, value: float) -> "SearchSpace":
+        """The same space with coordinate ``index`` held at ``value``."""
+        lower, upper = self.lower.copy(), self.upper.copy()
+        lower[index] = upper[index] = value
+        return SearchSpace(lower, upper)
+
+    @classmethod
+    def default(cls, X: np.ndarray, template: Kernel) -> "SearchSpace":
+        """Bounds from the data: wide in C, k0 and r, k0 up to what float64 resolves, the shape around the data's scale.
+
+        * C in [1e-2, 1e3]; r in [1e-2, 1e2]; k0 in [1e-2, 1e5] (and below
+          :func:`max_amplitude` at the largest r);
+        * length scale: a fifth of the 5% quantile to three times the 95%
+          quantile of the pairwise distances (on at most 500 points); gamma:
+          1 / (d var) times 10^[-3, 2]; fixed for kernels without a shape parameter.
+
+        The small-C, huge-amplitude, long-length-scale corner is left out by
+        default: there the prior is far wider than the margin and nearly
+        constant over the data, tempered SMC's runs disagree (its ln N(D) is
+        biased low, the evidence high) and EP's posterior may not converge,
+        so no estimate of the evidence can be verified (theory: "Numerical
+        limits"). Pass wider bounds to look there.
+        """
+        n = X.shape[0]
+        r_max = 1e2
+        lower = np.log([1e-2, 1e-2, 1e-2, 1.0])
+        upper = np.log([1e3, min(1e5, max_amplitude(n, r_max)), r_max, 1.0])
+        name = template.shape_parameter
+        if name == "length_scale":
+            rows = X[np.linspace(0, n - 1, min(n, 500)).astype(int)]
+            d = np.sqrt(np.maximum(np.sum((rows[:, None, :] - rows[None, :, :]) ** 2, axis=-1), 0.0))
+            d = d[np.triu_indices_from(d, k=1)]
+            d = d[d > 0]
+            lo, hi = np.quantile(d, [0.05, 0.95]) if d.size else (1.0, 1.0)
+            lower[3], upper[3] = np.log(0.2 * lo), np.log(3.0 * hi)
+        elif name == "gamma":
+            scale = 1.0 / (X.shape[1] * max(float(np.mean(np.var(X, axis=0))), np.finfo(float).tiny))
+            lower[3], upper[3] = np.log(scale * 1e-3), np.log(scale * 1e2)
+        return cls(lower, upper)
