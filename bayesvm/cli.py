@@ -201,9 +201,14 @@ def run_select(args) -> int:
         X, X_test, y, y_test = train_test_split(X, y, train_size=_DEMO_TRAIN, stratify=y, random_state=args.seed)
         held_out = (X_test, y_test)
         source += f"; a stratified {_DEMO_TRAIN}-point training subsample, the other {len(y_test)} points held out"
-    options = dict(kernel=args.kernel, approximation=args.approximation, normalization=args.normalization,
-                   n_samples=args.n_samples, refine=not args.no_refine, max_checks=args.max_checks,
-                   random_state=args.seed)
+    if args.method == "search":
+        if args.plot:
+            raise InputError("--plot draws the evidence surface of a grid: add --method grid")
+        options = dict(kernel=args.kernel, random_state=args.seed)
+    else:
+        options = dict(kernel=args.kernel, method="grid", approximation=args.approximation,
+                       normalization=args.normalization, n_samples=args.n_samples, refine=not args.no_refine,
+                       max_checks=args.max_checks, random_state=args.seed)
     started = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -215,7 +220,8 @@ def run_select(args) -> int:
         with warnings.catch_warnings(record=True) as caught_cv:
             warnings.simplefilter("always")
             cv_surface = select_hyperparameters(
-                X, y, kernel=args.kernel, grid=_cv_grid(surface), method="cv", cv=args.folds,
+                X, y, kernel=args.kernel, grid=_cv_grid(surface) if args.method == "grid" else None, method="cv",
+                cv=args.folds,
                 random_state=args.seed, progress=_ProgressBar(f"{args.folds}-fold CV"),
             )
         caught += caught_cv
@@ -269,14 +275,12 @@ def _select_report(surface, X, y, source: str, elapsed: float) -> str:
              ("offset k_b", f"{best['offset']:.4g}"), ("C k0", f"{best['C_k0']:.4g}")]
     if surface.shape_name is not None:
         hyper.insert(2, (surface.shape_name, f"{best[surface.shape_name]:.4g}"))
-    grid_points = int(np.prod(surface.grid.shape_of_surface))
     lines = [
         f"data: {source}",
         f"  {X.shape[0]} points, {X.shape[1]} features; classes {counts}; "
         f"{int(np.sum(labels == classes[1]))} / {int(np.sum(labels == classes[0]))}",
         "",
-        f"selected hyperparameters ({surface.kernel_name} kernel, by evidence, {surface.approximation} / "
-        f"{surface.normalization})",
+        f"selected hyperparameters ({surface.kernel_name} kernel, by evidence: {_how(surface)})",
         _table(hyper),
         "",
         f"evidence at the optimum: ln P(D) = {ev.total:.3f} +- {ev.total_se:.3f}",
@@ -287,14 +291,40 @@ def _select_report(surface, X, y, source: str, elapsed: float) -> str:
             ("accuracy", f"{accuracy:.4f}"),
             ("support vectors", f"{fit.support.size} of {X.shape[0]}"),
             ("marginal points", f"{ev.n_marginal}"),
-            ("grid", f"{' x '.join(map(str, surface.grid.shape_of_surface))} = {grid_points} points "
-                     "(shape x k_b/k0 x C k0 x C)"),
-            ("grid extensions", ", ".join(f"{a} {s}" for a, s in surface.extensions) or "none"),
-            ("optimum on grid edge", ", ".join(surface.at_edge) or "no"),
+            *(_search_rows(surface) if surface.method == "search" else _grid_rows(surface)),
             ("time", f"{elapsed:.1f} s"),
         ]),
     ]
     return "\n".join(lines)
+
+
+def _how(selection) -> str:
+    if selection.method == "search":
+        return "quasi-Newton ascent; EP for ln Q(D), tempered SMC for ln N(D)"
+    return f"grid, {selection.approximation} / {selection.normalization}"
+
+
+def _search_rows(selection) -> list[tuple[str, str]]:
+    work, report = selection.summary_counts(), selection.report
+    checks = "passed" if report.trusted else "FAILED (see the warnings)"
+    return [
+        ("search", f"{work['starts']} starts, {work['evaluations']} evaluations, {work['ep_sweeps']} EP sweeps, "
+                   f"{work['factorizations']} factorisations, {work['anchors']} tempered-SMC anchors"),
+        ("search's ln N(D) at the answer", f"{report.search_log_normalization:.3f} (fresh tempered SMC: "
+                                           f"{report.reference_log_normalization:.3f} +- {report.reference_se:.3f})"),
+        ("checks at the answer", checks),
+        ("time per phase", f"search {work['seconds_search']:.1f} s, checks {work['seconds_check']:.1f} s"),
+    ]
+
+
+def _grid_rows(surface) -> list[tuple[str, str]]:
+    grid_points = int(np.prod(surface.grid.shape_of_surface))
+    return [
+        ("grid", f"{' x '.join(map(str, surface.grid.shape_of_surface))} = {grid_points} points "
+                 "(shape x k_b/k0 x C k0 x C)"),
+        ("grid extensions", ", ".join(f"{a} {s}" for a, s in surface.extensions) or "none"),
+        ("optimum on grid edge", ", ".join(surface.at_edge) or "no"),
+    ]
 
 
 def _held_out_report(surface, X_test, y_test) -> str:
@@ -400,21 +430,26 @@ def build_parser() -> argparse.ArgumentParser:
     select.add_argument("--target", help="name of the label column (two classes)")
     select.add_argument("--demo", action="store_true", help=f"use the built-in {_DEMO_DATASET} data set")
     select.add_argument("--kernel", default="rbf", choices=["rbf", "exponential", "polynomial", "linear"])
-    select.add_argument("--plot", metavar="FILE.png", help="write the evidence curve and heat map")
+    select.add_argument("--method", default="search", choices=["search", "grid"],
+                        help="quasi-Newton ascent of the evidence with exact gradients (default), or the evidence "
+                             "on a grid (slower; for --plot)")
+    select.add_argument("--plot", metavar="FILE.png", help="with --method grid: write the evidence curve and heat map")
     select.add_argument("--json", metavar="FILE", help="write the full result as JSON")
-    select.add_argument("--cv", action="store_true", help="add k-fold cross-validation on the same grid")
+    select.add_argument("--cv", action="store_true",
+                        help="add k-fold cross-validation (on the same grid with --method grid, else the default grid)")
     select.add_argument("--folds", type=int, default=5, help="folds for --cv (default 5)")
     select.add_argument("--approximation", default="ep", choices=["ep", "laplace", "sampled"],
-                        help="ln Q(D): expectation propagation (default), Sollich's Laplace-style form, or "
-                             "annealed sampling (slow)")
+                        help="--method grid: ln Q(D) by expectation propagation (default), Sollich's "
+                             "Laplace-style form, or annealed sampling (slow)")
     select.add_argument("--normalization", default="annealed", choices=["annealed", "ep", "prior"],
-                        help="ln N(D): tempered SMC at every grid point (default), expectation propagation "
-                             "(fails by tens of nats where the latents are correlated), or plain prior sampling")
+                        help="--method grid: ln N(D) by tempered SMC at every grid point (default), expectation "
+                             "propagation (fails by tens of nats where the latents are correlated), or plain prior "
+                             "sampling")
     select.add_argument("--max-checks", type=int, default=8,
-                        help="annealed checks of ln N(D) at the evidence maximum (default 8; 0: none)")
+                        help="--method grid: annealed checks of ln N(D) at the evidence maximum (default 8; 0: none)")
     select.add_argument("--n-samples", type=int, default=1000,
-                        help="prior draws for --normalization prior (default 1000)")
-    select.add_argument("--no-refine", action="store_true", help="skip the local refinement")
+                        help="--method grid: prior draws for --normalization prior (default 1000)")
+    select.add_argument("--no-refine", action="store_true", help="--method grid: skip the local refinement")
     select.add_argument("--no-standardize", action="store_true", help="use the CSV features as they are")
     select.add_argument("--seed", type=int, default=0)
     compare = commands.add_parser("compare", help="Bayesian SVM probabilities against Platt and other calibrators")

@@ -48,6 +48,13 @@ __all__ = ["BayesianSVC"]
 class BayesianSVC(ClassifierMixin, BaseEstimator):
     """Binary SVM classifier with evidence-based hyperparameters and class probabilities with error bars.
 
+    The free hyperparameters are chosen by :func:`bayesvm.select_hyperparameters`
+    with its defaults (quasi-Newton ascent of the evidence, checked at the
+    answer); for evidence surfaces on a grid call that function with
+    ``method="grid"``. With every hyperparameter fixed, the evidence is
+    :func:`bayesvm.log_evidence` with its defaults: the same estimators the
+    selection reports at its answer.
+
     Parameters
     ----------
     kernel : ``"rbf"``, ``"exponential"``, ``"polynomial"`` or ``"linear"``.
@@ -63,13 +70,6 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     probability : ``"averaged"`` (default, <Q(+1|theta)>/<nu(theta)>),
         ``"map"`` (plug-in at the posterior mean) or ``"simple"`` (<P(+1|theta)>).
     random_state : int seed of the tempered-SMC estimates of ln N(D) (deterministic fits).
-
-    The free hyperparameters are chosen by :func:`bayesvm.select_hyperparameters`
-    with its defaults (quasi-Newton ascent of the evidence, checked at the
-    answer); for evidence surfaces on a grid call that function with
-    ``method="grid"``. With every hyperparameter fixed, the evidence is
-    :func:`bayesvm.log_evidence` with its defaults: the same estimators the
-    selection reports at its answer.
 
     Attributes
     ----------

@@ -132,11 +132,21 @@ class SearchResult:
 class _Objective:
     """-ln P(D) and its gradient over the free coordinates, with warm EP sites carried between calls."""
 
-    def __init__(self, X, y, template, space: SearchSpace, options: SearchOptions, path: NormalizationPath):
+    def __init__(self, X, y, template, space: SearchSpace, options: SearchOptions, path: NormalizationPath,
+                 progress=None, n_starts: int = 1):
         self.X, self.y, self.template, self.space, self.options, self.path = X, y, template, space, options, path
         self.sites: EPSites = zero_sites(X.shape[0])
         self.steps: list[SearchStep] = []
         self.start = 0
+        self.progress, self.n_starts = progress, n_starts
+
+    def report_progress(self, finished: bool = False) -> None:
+        """progress(done, total) on a scale of max_iter evaluations per start (a start may end early)."""
+        if self.progress is None:
+            return
+        budget = self.options.max_iter
+        in_start = budget if finished else min(sum(s.start == self.start for s in self.steps), budget - 1)
+        self.progress(self.start * budget + in_start, self.n_starts * budget)
 
     def full(self, x_free) -> np.ndarray:
         x = self.space.lower.copy()
@@ -163,6 +173,7 @@ class _Objective:
             ep_sweeps=int(naive.n_iter), factorizations=int(naive.n_factorizations) + (1 if norm else 0),
             anchored=bool(norm and norm.anchored), seconds=time.perf_counter() - started,
         ))
+        self.report_progress()
         if not feasible:
             # outside what EP or float64 resolves: a large value sends the line search back
             return _INFEASIBLE, np.zeros(int(self.space.free.sum()))
@@ -205,16 +216,17 @@ def maximize_evidence(
     X, y: training inputs and labels in {-1, +1}; template: the kernel family;
     space: the bounds (fixed coordinates have equal bounds); starts: (k, 4)
     starting coordinates; progress: called as ``progress(done, total)`` after
-    each start.
+    each evaluation, on a scale of ``options.max_iter`` evaluations per start.
     """
     started = time.perf_counter()
     X = jnp.asarray(X, dtype=jnp.float64)
     y = jnp.asarray(y, dtype=jnp.float64)
     path = NormalizationPath(X, template, key=random_state, annealing=dict(options.annealing))
-    objective = _Objective(X, y, template, space, options, path)
+    starts = np.atleast_2d(starts)
+    objective = _Objective(X, y, template, space, options, path, progress, len(starts))
     free = space.free
     messages = []
-    for i, start in enumerate(np.atleast_2d(starts)):
+    for i, start in enumerate(starts):
         objective.start = i
         objective.sites = zero_sites(X.shape[0])
         x0 = space.clip(start)
@@ -230,8 +242,7 @@ def maximize_evidence(
                 options={"maxiter": options.max_iter, "gtol": options.gtol, "ftol": options.ftol},
             )
         messages.append(str(result.message))
-        if progress is not None:
-            progress(i + 1, len(starts))
+        objective.report_progress(finished=True)
     ends = [max((s for s in objective.steps if s.start == i), key=lambda s: s.log_evidence)
             for i in range(len(starts))]
     return SearchResult(ends=tuple(ends), messages=tuple(messages), steps=tuple(objective.steps),

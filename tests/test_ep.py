@@ -18,7 +18,7 @@ import pytest
 from scipy import integrate, stats
 from scipy.special import logsumexp
 
-import bayesvm  # noqa: F401  (float64)
+from bayesvm._precision import float64_scope
 from bayesvm.ep import (
     ep_log_evidence,
     ep_log_normalization,
@@ -86,7 +86,7 @@ def nu_reference(mu, v, C):
 
 def rbf_gram(n, amplitude, seed=0, length_scale=1.0, offset=0.1):
     X = np.random.default_rng(seed).normal(size=(n, 1))
-    return np.asarray(RBF(length_scale=length_scale, amplitude=amplitude, offset=offset)(jnp.asarray(X))), X
+    return np.asarray(RBF(length_scale=length_scale, amplitude=amplitude, offset=offset)(X)), X
 
 
 def prior_draws(K, n_draws, seed):
@@ -141,7 +141,7 @@ def test_hinge_tilted_moments_match_quadrature(mu, v, C, sign):
 
 def test_hinge_tilted_moments_sign_symmetry():
     # exp(-C l(-theta)) under N(mu, v) is the mirror image of exp(-C l(theta)) under N(-mu, v).
-    mu, v, C = jnp.array([-2.0, 0.3, 7.0]), jnp.array([0.1, 2.0, 50.0]), 1.3
+    mu, v, C = np.array([-2.0, 0.3, 7.0]), np.array([0.1, 2.0, 50.0]), 1.3
     plus = hinge_tilted_moments(-mu, v, C, 1.0)
     minus = hinge_tilted_moments(mu, v, C, -1.0)
     np.testing.assert_allclose(minus.log_z, plus.log_z, rtol=1e-14)
@@ -168,7 +168,7 @@ def test_nu_tilted_moments_match_quadrature(mu, v, C):
 @pytest.mark.parametrize("k11,C", [(0.05, 0.1), (0.05, 10.0), (0.5, 1.0), (2.0, 10.0), (20.0, 1.0)])
 def test_normalization_exact_for_one_site(k11, C):
     """One site: the EP cavity is the prior, so ln Z_EP is the exact 1-D integral."""
-    result = ep_log_normalization(jnp.array([[k11]]), C)
+    result = ep_log_normalization(np.array([[k11]]), C)
     assert bool(result.converged)
     ref = nu_reference(0.0, k11, C)
     np.testing.assert_allclose(float(result.log_z), ref[0], rtol=1e-9, atol=1e-10)
@@ -179,7 +179,7 @@ def test_normalization_exact_for_one_site(k11, C):
 @pytest.mark.parametrize("y,C", [(1.0, 0.5), (-1.0, 5.0)])
 def test_evidence_exact_for_one_site(y, C):
     k11 = 1.7
-    result = ep_log_evidence(jnp.array([[k11]]), jnp.array([y]), C)
+    result = ep_log_evidence(np.array([[k11]]), np.array([y]), C)
     ref = hinge_reference(0.0, k11, C, y)
     np.testing.assert_allclose(float(result.log_z), ref[0] + float(log_kappa(C)), rtol=1e-9)
     np.testing.assert_allclose(float(result.variance[0]), ref[2], rtol=1e-7)
@@ -189,7 +189,7 @@ def test_evidence_exact_for_one_site(y, C):
 @pytest.mark.parametrize("amplitude,rho,C,tol", [(3.0, 0.3, 1.0, 2e-4), (0.5, 0.8, 2.0, 0.1), (10.0, 0.9, 3.0, 0.06)])
 def test_normalization_two_sites_vs_dense_grid(amplitude, rho, C, tol):
     K = amplitude * np.array([[1.0, rho], [rho, 1.0]])
-    result = ep_log_normalization(jnp.asarray(K), C)
+    result = ep_log_normalization(K, C)
     assert bool(result.converged)
     # dense trapezoid grid in whitened coordinates (integrand is smooth up to kinks at |theta| = 1)
     z = np.linspace(-9.0, 9.0, 3001)
@@ -213,10 +213,10 @@ def test_evidence_vs_prior_monte_carlo(amplitude, C, tol):
     n = 5
     K, X = rbf_gram(n, amplitude)
     y = np.sign(X[:, 0] + 0.3 * np.random.default_rng(1).normal(size=n))
-    result = ep_log_evidence(jnp.asarray(K), jnp.asarray(y), C)
+    result = ep_log_evidence(K, y, C)
     assert bool(result.converged)
     theta = prior_draws(K, 1_000_000, seed=2)
-    log_w = np.sum(np.asarray(log_label_likelihood(jnp.asarray(y), jnp.asarray(theta), C)), axis=1)
+    log_w = np.sum(np.asarray(log_label_likelihood(y, theta, C)), axis=1)
     mc, se = log_mean_exp_with_se(log_w)
     diff = float(result.log_z) - mc
     print(f"\nevidence n={n} amp={amplitude} C={C}: EP {float(result.log_z):.5f} MC {mc:.5f} +- {se:.1e} diff {diff:+.2e}")
@@ -228,10 +228,10 @@ def test_evidence_vs_prior_monte_carlo(amplitude, C, tol):
 @pytest.mark.parametrize("amplitude,C,tol", [(3.0, 0.3, 0.005), (3.0, 1.0, 0.1), (30.0, 0.3, 0.05)])
 def test_normalization_vs_prior_monte_carlo(amplitude, C, tol):
     K, _ = rbf_gram(5, amplitude)
-    result = ep_log_normalization(jnp.asarray(K), C)
+    result = ep_log_normalization(K, C)
     assert bool(result.converged)
     theta = prior_draws(K, 1_000_000, seed=3)
-    mc, se = log_mean_exp_with_se(np.sum(np.asarray(log_nu(jnp.asarray(theta), C)), axis=1))
+    mc, se = log_mean_exp_with_se(np.sum(np.asarray(log_nu(theta, C)), axis=1))
     diff = float(result.log_z) - mc
     print(f"\nnormalisation n=5 amp={amplitude} C={C}: EP {float(result.log_z):.5f} MC {mc:.5f} +- {se:.1e} diff {diff:+.2e}")
     assert abs(diff) < tol + 4 * se
@@ -278,9 +278,10 @@ def _posterior_check(n, n_samples, mean_tol, var_rtol):
     K, X = rbf_gram(n, 2.0, seed=4)
     y = np.sign(X[:, 0] + 0.5 * np.random.default_rng(5).normal(size=n))
     C = 1.5
-    result = ep_log_evidence(jnp.asarray(K), jnp.asarray(y), C)
-    yj = jnp.asarray(y)
-    samples = elliptical_slice_chain(K, lambda t: -C * jnp.sum(jnp.maximum(0.0, 1.0 - yj * t)), n_samples, seed=6)
+    result = ep_log_evidence(K, y, C)
+    with float64_scope():  # the reference sampler is the test's own JAX code
+        yj = jnp.asarray(y)
+        samples = elliptical_slice_chain(K, lambda t: -C * jnp.sum(jnp.maximum(0.0, 1.0 - yj * t)), n_samples, seed=6)
     mean_err = np.max(np.abs(np.asarray(result.mean) - samples.mean(0)) / np.sqrt(samples.var(0)))
     var_err = np.max(np.abs(np.asarray(result.variance) / samples.var(0) - 1.0))
     print(f"\nEP vs ESS n={n}: max |mean diff|/sd {mean_err:.3f}, max |var ratio - 1| {var_err:.3f}")
@@ -307,12 +308,12 @@ def test_predict_matches_dense_gaussian_algebra(family):
     n = 5
     X = np.random.default_rng(7).normal(size=(n + 3, 1))
     kern = RBF(length_scale=0.8, amplitude=0.7, offset=0.2)
-    K_all = np.asarray(kern(jnp.asarray(X)))
+    K_all = np.asarray(kern(X))
     K, K_cross, K_diag = K_all[:n, :n], K_all[n:, :n], np.diag(K_all)[n:]
     if family == "evidence":
-        result = ep_log_evidence(jnp.asarray(K), jnp.sign(jnp.asarray(X[:n, 0])), 2.0)
+        result = ep_log_evidence(K, np.sign(X[:n, 0]), 2.0)
     else:
-        result = ep_log_normalization(jnp.asarray(K), 2.0)
+        result = ep_log_normalization(K, 2.0)
         assert np.any(np.asarray(result.site_precision) < 0)  # the negative-site path is exercised
     tau, shift = np.asarray(result.site_precision), np.asarray(result.site_shift)
     sigma = np.linalg.inv(np.linalg.inv(K) + np.diag(tau))
@@ -322,34 +323,36 @@ def test_predict_matches_dense_gaussian_algebra(family):
     proj = K_cross @ np.linalg.inv(K)
     mean_ref = proj @ (sigma @ shift)
     var_ref = K_diag - np.sum(proj * K_cross, 1) + np.sum((proj @ sigma) * proj, 1)
-    mean, var = ep_predict(result, jnp.asarray(K_cross), jnp.asarray(K_diag))
+    mean, var = ep_predict(result, K_cross, K_diag)
     np.testing.assert_allclose(mean, mean_ref, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(var, var_ref, rtol=1e-7)
-    mean_train, var_train = ep_predict(result, jnp.asarray(K), jnp.asarray(np.diag(K)))
+    mean_train, var_train = ep_predict(result, K, np.diag(K))
     np.testing.assert_allclose(mean_train, result.mean, atol=1e-9)
     np.testing.assert_allclose(var_train, result.variance, rtol=1e-8)
 
 
 def test_vmap_over_gram_and_C_batches_and_determinism():
     K, X = rbf_gram(5, 2.0, seed=8)
-    y = jnp.sign(jnp.asarray(X[:, 0]))
-    Ks = jnp.stack([jnp.asarray(K), jnp.asarray(K), 3.0 * jnp.asarray(K)])
-    Cs = jnp.array([0.1, 10.0, 1.0])
+    y = np.sign(X[:, 0])
+    Ks = np.stack([K, K, 3.0 * K])
+    Cs = np.array([0.1, 10.0, 1.0])
     run = jax.vmap(lambda k, c: ep_log_evidence(k, y, c))
-    batched = run(Ks, Cs)
+    with float64_scope():  # jax.vmap converts its numpy arguments on entry, before ep_log_evidence runs
+        batched = run(Ks, Cs)
     assert bool(jnp.all(batched.converged))
     for i in range(3):
         single = ep_log_evidence(Ks[i], y, Cs[i])
         np.testing.assert_allclose(batched.log_z[i], single.log_z, rtol=1e-12)
         assert int(batched.n_iter[i]) == int(single.n_iter)
-    again = run(Ks, Cs)
+    with float64_scope():
+        again = run(Ks, Cs)
     np.testing.assert_array_equal(batched.log_z, again.log_z)
     np.testing.assert_array_equal(batched.site_precision, again.site_precision)
 
 
 def test_label_site_precisions_are_nonnegative_and_iterations_bounded():
     K, X = rbf_gram(5, 5.0, seed=9)
-    result = ep_log_evidence(jnp.asarray(K), jnp.sign(jnp.asarray(X[:, 0])), 1.0, max_iter=3)
+    result = ep_log_evidence(K, np.sign(X[:, 0]), 1.0, max_iter=3)
     assert int(result.n_iter) == 3 and not bool(result.converged)
     assert np.all(np.asarray(result.site_precision) >= 0)
 
@@ -357,9 +360,9 @@ def test_label_site_precisions_are_nonnegative_and_iterations_bounded():
 def test_nan_input_reports_not_converged():
     K = np.eye(5)
     K[0, 1] = K[1, 0] = np.nan
-    result = ep_log_evidence(jnp.asarray(K), jnp.ones(5), 1.0)
+    result = ep_log_evidence(K, np.ones(5), 1.0)
     assert not bool(result.converged)
-    assert not bool(ep_log_normalization(jnp.asarray(K), 1.0).converged)
+    assert not bool(ep_log_normalization(K, 1.0).converged)
 
 
 
@@ -372,15 +375,14 @@ def test_nan_input_reports_not_converged():
 def test_batch_matches_strict_single_runs(sites):
     X = np.random.default_rng(11).normal(size=(30, 2))
     y = np.where(X[:, 0] + 0.5 * X[:, 1] ** 2 - 0.5 + 0.3 * np.random.default_rng(12).normal(size=30) > 0, 1.0, -1.0)
-    y = jnp.asarray(y)
-    base = np.asarray(RBF(length_scale=1.2, amplitude=1.0, offset=0.5)(jnp.asarray(X)))
+    base = np.asarray(RBF(length_scale=1.2, amplitude=1.0, offset=0.5)(X))
     scales = np.array([30.0, 3.0, 1.0, 100.0, 0.3])
     Cs = np.array([0.1, 1.0, 3.0, 1.0, 10.0])
-    batch = ep_log_z_batch(jnp.asarray(base), jnp.asarray(scales), jnp.asarray(Cs), y if sites == "labels" else None,
+    batch = ep_log_z_batch(base, scales, Cs, y if sites == "labels" else None,
                            sites=sites)
     assert bool(jnp.all(batch.converged))
     for t, (scale, C) in enumerate(zip(scales, Cs)):
-        K = jnp.asarray(scale * base)
+        K = scale * base
         # reference: label sites converged on the site parameters; nu sites, whose parameters keep creeping
         # long after ln Z has settled (docs/ep.md), with ln Z settled to 1e-7 nats
         if sites == "labels":
@@ -407,14 +409,14 @@ def _equicorrelated_log_normalization(n: int, amplitude: float, independent: flo
     sd_b, sd_e = np.sqrt((1.0 - independent) * amplitude), np.sqrt(independent * amplitude)
     nodes, weights = np.polynomial.hermite_e.hermegauss(80)
     b = np.union1d(np.linspace(-10 * sd_b, 10 * sd_b, 200_001), np.linspace(-3 / C - 10 * sd_e, 3 / C + 10 * sd_e, 20_001))
-    log_g = logsumexp(np.asarray(log_nu(jnp.asarray(b[:, None] + sd_e * nodes), C)) + np.log(weights / weights.sum()), axis=1)
+    log_g = logsumexp(np.asarray(log_nu(b[:, None] + sd_e * nodes, C)) + np.log(weights / weights.sum()), axis=1)
     log_prior = stats.norm.logpdf(b, scale=sd_b) + np.log(np.gradient(b))
     return float(logsumexp(log_prior + n * log_g))
 
 
 def _equicorrelated_ep(n: int, amplitude: float, independent: float, C: float):
     base = (1.0 - independent) * np.ones((n, n)) + independent * np.eye(n)
-    return ep_log_z_batch(jnp.asarray(base), jnp.asarray([amplitude]), jnp.asarray([C]), None, sites="nu")
+    return ep_log_z_batch(base, np.array([amplitude]), np.array([C]), None, sites="nu")
 
 
 def test_nu_ep_convergence_test_is_scale_free():

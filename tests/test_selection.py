@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from sklearn.model_selection import StratifiedKFold
 
-import bayesvm  # noqa: F401  (float64)
+import bayesvm  # noqa: F401
 import bayesvm.selection
 from bayesvm.annealing import AnnealingResult, annealed_log_normalization
 from bayesvm.evidence import log_evidence

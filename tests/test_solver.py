@@ -7,6 +7,7 @@ import pytest
 from scipy.optimize import minimize
 
 from bayesvm import RBF, Exponential, Linear, Polynomial
+from bayesvm._precision import float64_scope
 from bayesvm.kernels import gram_matrix
 from bayesvm.solver import fit_map, solve_dual, solve_dual_batch
 
@@ -128,10 +129,11 @@ def test_separable_data_and_two_points():
 
 def test_vmap_over_hyperparameters_matches_single_solves():
     X, y = _problem(30, seed=8)
-    Cs = jnp.array([0.1, 1.0, 10.0])
-    kernels = RBF(length_scale=jnp.array([0.5, 1.0, 2.0]), amplitude=jnp.ones(3), offset=jnp.ones(3))
-    Ks = jax.vmap(lambda k: k(jnp.asarray(X)))(kernels)
-    batched = jax.vmap(lambda K, C: solve_dual(K, jnp.asarray(y), C))(Ks, Cs)
+    with float64_scope():  # jnp arrays built here, and the user's own vmap, need float64 on
+        Cs = jnp.array([0.1, 1.0, 10.0])
+        kernels = RBF(length_scale=jnp.array([0.5, 1.0, 2.0]), amplitude=jnp.ones(3), offset=jnp.ones(3))
+        Ks = jax.vmap(lambda k: k(jnp.asarray(X)))(kernels)
+        batched = jax.vmap(lambda K, C: solve_dual(K, jnp.asarray(y), C))(Ks, Cs)
     adaptive = solve_dual_batch(Ks, y, Cs, strategy="vmap")
     sequential = solve_dual_batch(Ks, y, Cs, strategy="map")
     for b in range(3):
@@ -145,9 +147,9 @@ def test_vmap_over_hyperparameters_matches_single_solves():
 
 def test_small_free_buffer_falls_back_correctly():
     X, y = _problem(50, seed=9)
-    K = gram_matrix(RBF(0.3), jnp.asarray(X))
-    full = solve_dual(K, jnp.asarray(y), 50.0)
-    tight = solve_dual(K, jnp.asarray(y), 50.0, max_free=2)  # far fewer than the marginal count
+    K = gram_matrix(RBF(0.3), X)
+    full = solve_dual(K, y, 50.0)
+    tight = solve_dual(K, y, 50.0, max_free=2)  # far fewer than the marginal count
     assert int(full.marginal.sum()) > 2
     assert bool(tight.converged)
     np.testing.assert_allclose(tight.alpha, full.alpha, atol=1e-7)
