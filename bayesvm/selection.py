@@ -749,7 +749,7 @@ class EvidenceSurface:
     """The result of :func:`select_hyperparameters`.
 
     Arrays are indexed ``[shape, offset_ratio, C_k0, C]`` (see :data:`AXES`).
-    For ``method="evidence"``: ``naive`` ln Q(D), ``log_normalization``
+    For ``method="grid"``: ``naive`` ln Q(D), ``log_normalization``
     ln N(D), ``total`` ln P(D) with their standard errors, the effective
     sample size of the normalisation and the marginal counts. For
     ``method="cv"``: ``cv_error`` (the k-fold error rate; the C axis is the
@@ -802,7 +802,7 @@ class EvidenceSurface:
     @property
     def values(self) -> np.ndarray:
         """The criterion maximised: ln P(D), or minus the CV error rate."""
-        return self.total if self.method == "evidence" else -self.cv_error
+        return self.total if self.method == "grid" else -self.cv_error
 
     @property
     def best_C(self) -> float:
@@ -810,7 +810,7 @@ class EvidenceSurface:
 
     def plot_curve(self, *, true_C: float | None = None, ax=None):
         """ln Q(D), ln N(D) and ln P(D) against C on the line of the optimum (Sollich 2002, Fig. 2)."""
-        if self.method != "evidence":
+        if self.method != "grid":
             raise ValueError("plot_curve needs an evidence surface; the CV error does not depend on C at fixed C k0")
         from .plotting import plot_evidence_curve
 
@@ -834,7 +834,7 @@ class EvidenceSurface:
 
         profile = np.max(np.where(np.isfinite(self.values), self.values, -np.inf), axis=(1, 3))
         profile = np.where(np.isfinite(profile), profile, np.nan)
-        label = "ln P(D), max over C and k_b/k0" if self.method == "evidence" else "-(CV error rate)"
+        label = "ln P(D), max over C and k_b/k0" if self.method == "grid" else "-(CV error rate)"
         if self.shape_name is None:
             return plot_evidence_heatmap(
                 self.grid.C_k0, self.grid.offset_ratio, np.max(self.values, axis=(0, 3)),

@@ -516,7 +516,10 @@ def summarise_arm(arm: str, records: list[dict], cold: dict | None, warm_refit_s
         if k in records[0]:
             out[k] = float(np.median([r[k] for r in records]))
     if arm == "search":
-        out["counts"] = {k: _mean_std(r["counts"].get(k) for r in records) for k in COUNTS}
+        # work counts over all splits; seconds per phase over the warm splits (1..) where there are any
+        timed = records[1:] if len(records) > 1 else records
+        out["counts"] = {k: _mean_std(r["counts"].get(k) for r in (timed if k.startswith("seconds") else records))
+                         for k in COUNTS}
         out["trusted"] = int(sum(r["report"]["trusted"] for r in records))
         out["report_failures"] = {k: int(sum(not r["report"][k] for r in records))
                                   for k in ("runs_agree", "normalization_agrees", "naive_converged")}
@@ -630,9 +633,7 @@ def dataset_table(name: str, entry: dict) -> str:
         rows.append([arm, str(s["n_splits"]), *(_pm(s.get(k)) for k in METRICS),
                      _seconds(s.get("cold_s")) if arm in BAYES_ARMS else "=warm", warm, ratios,
                      _hyper_text(arm, s["hyperparameters_median"]), str(s["n_warnings"]), _flag_text(s["flags"])])
-    title = (f"### {name}: n = {entry['n']}, d = {entry['d']}, {entry['n_train']} training / {entry['n_test']} test "
-             f"points (mean ± sd over the splits each arm ran; times in s, cold = fresh process incl. compilation, "
-             f"warm = median of splits 1.. in process; * = one split, in process, compilation included)")
+    title = f"### {name}: n = {entry['n']}, d = {entry['d']}, {entry['n_train']} training / {entry['n_test']} test points"
     return title + "\n\n" + _markdown(["arm", "splits", *(METRIC_LABELS[k] for k in METRICS), "cold", "warm",
                                        "time ratios", "hyperparameters (median)", "warnings", "flags"], rows)
 
@@ -650,9 +651,9 @@ def search_table(results: dict) -> str:
                      mean("anchors"), mean("starts"), mean("seconds_search", "{:.1f}"), mean("seconds_check", "{:.1f}"),
                      f"{s['trusted']}/{s['n_splits']}", fails, _pm(s.get("log_evidence"), 2)])
     return ("### search arm: work per fit (mean over splits; seconds of the L-BFGS-B search and of the check at the "
-            "answer, in process) and the trust report\n\n"
+            "answer: mean over the warm splits 1.., in process) and the trust report\n\n"
             + _markdown(["data set", "splits", "evaluations", "EP sweeps", "factorisations", "SMC anchors", "starts",
-                         "s search", "s check", "trusted", "failed tests", "ln P(D)"], rows))
+                         "s search", "s check", "trusted", "failed tests", "ln P(D) (mean ± sd)"], rows))
 
 
 def evidence_table(results: dict) -> str:
@@ -704,8 +705,14 @@ def summary_table(results: dict) -> str:
                         rows))
 
 
+TABLE_LEGEND = ("Per data set: mean ± sd over the splits each arm ran (column 'splits'). Times in s: cold = split 0 "
+                "in a fresh process, compilation included; warm = median of splits 1.. in process (one split: a "
+                "second in-process fit of split 0); * = the grid arm on one split, in process, its own compilation "
+                "included; scikit-learn arms: the median over splits for both.")
+
+
 def report(results: dict) -> str:
-    blocks = [dataset_table(name, entry) for name, entry in results.items()]
+    blocks = [TABLE_LEGEND, *(dataset_table(name, entry) for name, entry in results.items())]
     if any("search" in e["arms"] for e in results.values()):
         blocks.append(search_table(results))
     if any("grid" in e["arms"] and "search" in e["arms"] for e in results.values()):

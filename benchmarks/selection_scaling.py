@@ -138,6 +138,7 @@ def table(rows: list[dict], arms: list[str]) -> str:
         header += ["cv+platt s", "cv/search", "error", "NLL"]
     if "gpc" in arms:
         header += ["gpc s", "error", "NLL"]
+    header += ["flags"]
     body = []
     for row in rows:
         cells = [str(row["n"])]
@@ -156,6 +157,10 @@ def table(rows: list[dict], arms: list[str]) -> str:
         if "gpc" in arms:
             g = row["gpc"]
             cells += [f"{g['fit_s']:.1f}", f"{g['error']:.3f}", f"{g['nll']:.3f}"]
+        flagged = [f"{a}: {', '.join(row[a]['flags'])}" for a in ("cv+platt", "gpc") if a in row and row[a]["flags"]]
+        if warm and warm["flags"]:
+            flagged.insert(0, f"search: {', '.join(warm['flags'])}")
+        cells.append("; ".join(flagged) or "-")
         body.append(cells)
     fitted = slopes(rows)
     lines = "\n".join(f"  {name}: {'-' if s is None else f'{s:.2f}'}" for name, s in fitted.items())
@@ -176,6 +181,12 @@ def figure(rows: list[dict], path: Path, title: str) -> None:
         s = slope(n, t)
         ax.loglog(n, t, marker=marker, linestyle=line, color=color,
                   label=f"{name}" + ("" if s is None else f" (slope {s:.2f})"))
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    sizes = sorted({row["n"] for row in rows})
+    ax.set_xticks(sizes)
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("training points n")
     ax.set_ylabel("wall time, s")
     ax.set_title(title, fontsize=9)
@@ -201,6 +212,8 @@ def parse_args(argv=None):
     parser.add_argument("--quick", action="store_true", help="smoke run: n = 60, 120")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--figure", type=Path, default=None)
+    parser.add_argument("--replot", action="store_true",
+                        help="fit nothing: redraw the figure and the table from the JSON (--out) of an earlier run")
     args = parser.parse_args(argv)
     if args.sizes is None:
         args.sizes = list(QUICK_SIZES if args.quick else DEFAULT_SIZES)
@@ -215,6 +228,15 @@ def parse_args(argv=None):
 
 def main(argv=None) -> None:
     args = parse_args(argv)
+    if args.replot:
+        saved = json.loads(args.out.read_text())
+        rows, config = saved["rows"], saved["config"]
+        arms = [a for a in ARMS if all(a in row for row in rows)]
+        figure(rows, args.figure, f"selection time vs n: {config['dataset']}, one fit per n and arm"
+                                  f"{' (quick smoke run)' if config.get('quick') else ''}")
+        print(table(rows, arms))
+        print(f"\nredrew {args.figure} from {args.out}")
+        return
     X, y = load_dataset(args.dataset, return_X_y=True)
     too_big = [n for n in args.sizes if n > y.size - MIN_TEST]
     if too_big:
@@ -239,15 +261,15 @@ def main(argv=None) -> None:
             print(f"  n={n} search: first {first['fit_s']:.1f} s, warm {warm['fit_s']:.1f} s "
                   f"({c['evaluations']} evaluations, {c['ep_sweeps']} EP sweeps, {c['factorizations']} "
                   f"factorisations, {c['anchors']} anchors), trusted {warm['report']['trusted']}, "
-                  f"error {warm['error']:.3f}, NLL {warm['nll']:.3f}", flush=True)
+                  f"error {warm['error']:.3f}, NLL {warm['nll']:.3f}, flags {warm['flags'] or '-'}", flush=True)
         if "cv+platt" in args.arms:
             row["cv+platt"] = _brief(run_cv_platt(*data, folds=args.folds, n_jobs=args.n_jobs))
             print(f"  n={n} cv+platt: {row['cv+platt']['fit_s']:.1f} s, error {row['cv+platt']['error']:.3f}, "
-                  f"NLL {row['cv+platt']['nll']:.3f}", flush=True)
+                  f"NLL {row['cv+platt']['nll']:.3f}, flags {row['cv+platt']['flags'] or '-'}", flush=True)
         if "gpc" in args.arms:
             row["gpc"] = _brief(run_gpc(*data))
             print(f"  n={n} gpc: {row['gpc']['fit_s']:.1f} s, error {row['gpc']['error']:.3f}, "
-                  f"NLL {row['gpc']['nll']:.3f}", flush=True)
+                  f"NLL {row['gpc']['nll']:.3f}, flags {row['gpc']['flags'] or '-'}", flush=True)
         rows.append(row)
         payload = {"config": config, "environment": environment(), "counts_recorded": list(COUNTS), "rows": rows,
                    "slopes": slopes(rows), "total_s": time.perf_counter() - start_all}

@@ -10,7 +10,7 @@ import pytest
 
 from bayesvm.cli import main
 
-SMALL = ["--n-samples", "200", "--no-refine"]
+SMALL = ["--method", "grid", "--n-samples", "200", "--no-refine"]
 
 
 def write_csv(path, X, y, names=None, target="label"):
@@ -48,6 +48,27 @@ def test_select_csv_prints_table_and_writes_json_and_plot(tmp_path, toy, capsys)
     assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_select_by_search_reports_the_work_and_the_checks(tmp_path, toy, capsys):
+    X, y = toy
+    data = write_csv(tmp_path / "toy.csv", X, y)
+    out_json = tmp_path / "result.json"
+    assert main(["select", str(data), "--target", "label", "--json", str(out_json)]) == 0
+    printed = capsys.readouterr().out
+    for text in ("quasi-Newton ascent", "evaluations", "checks at the answer", "time per phase"):
+        assert text in printed
+    payload = json.loads(out_json.read_text())["evidence"]
+    assert payload["method"] == "search"
+    best = payload["best"]
+    assert best["amplitude"] * best["C"] == pytest.approx(best["C_k0"])
+    assert payload["log_evidence"] == pytest.approx(payload["log_naive_evidence"] - payload["log_normalization"])
+    assert payload["work"]["evaluations"] == len(payload["path"]) > 0
+    # the answer's ln P(D) is at least that of every point the search visited (up to the estimates' noise)
+    visited = [step["log_evidence"] for step in payload["path"] if step["log_evidence"] is not None]
+    assert payload["log_evidence"] >= max(visited) - 1.0
+    assert main(["select", str(data), "--target", "label", "--plot", str(tmp_path / "x.png")]) == 2
+    assert "--method grid" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     "content, args, message",
     [
@@ -59,7 +80,7 @@ def test_select_csv_prints_table_and_writes_json_and_plot(tmp_path, toy, capsys)
         ("a,b,label\n1,2,x\n3,4,x\n", ["--target", "label"], "1 class"),
         ("a,b,label\n1,2,x\n3,4,y\n5,6,z\n", ["--target", "label"], "3 class"),
         ("a,b,label\n1,2,x\n3,4,y\n", [], "--target COLUMN is required"),
-        ("a,b,label\n1,2,x\n3,4,y\n", ["--target", "label", "--max-checks", "-1"], "max_checks must be an integer >= 0"),
+        ("a,b,label\n1,2,x\n3,4,y\n", ["--target", "label", "--method", "grid", "--max-checks", "-1"], "max_checks must be an integer >= 0"),
     ],
 )
 def test_bad_input_gives_one_line_error(tmp_path, capsys, content, args, message):
@@ -99,7 +120,7 @@ def test_select_demo_scores_held_out_points(capsys, monkeypatch):
     from bayesvm.datasets import load_dataset
 
     monkeypatch.setattr(cli, "_DEMO_TRAIN", 40)  # the real demo trains on 150 points (about a minute)
-    assert main(["select", "--demo", "--no-refine"]) == 0
+    assert main(["select", "--demo"]) == 0
     out = capsys.readouterr().out
     data = load_dataset("breast_cancer")
     assert "a stratified 40-point training subsample" in out and f"held-out points ({len(data.y) - 40};" in out

@@ -40,7 +40,7 @@ def surface(data):
     X, y = data
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GridEdgeWarning)
-        return select_hyperparameters(X, y, grid=GRID, refine=False, max_extensions=0, **SETTINGS)
+        return select_hyperparameters(X, y, grid=GRID, refine=False, max_extensions=0, **SETTINGS, method="grid")
 
 
 def test_c_line_rescaling_matches_direct_evidence(data, surface):
@@ -65,7 +65,7 @@ def ep_surface(data):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GridEdgeWarning)
         return select_hyperparameters(X, y, grid=GRID, refine=False, max_extensions=0, approximation="ep",
-                                      normalization="ep")
+                                      normalization="ep", method="grid")
 
 
 def test_ep_surface_matches_cold_single_point_ep(data, ep_surface):
@@ -110,7 +110,7 @@ def test_refinement_never_worse_and_stays_near_grid_optimum(data, surface):
     X, y = data
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GridEdgeWarning)
-        refined = select_hyperparameters(X, y, grid=GRID, refine=True, max_extensions=0, **SETTINGS)
+        refined = select_hyperparameters(X, y, grid=GRID, refine=True, max_extensions=0, **SETTINGS, method="grid")
     assert refined.best_value >= surface.best_value - 1e-9
     for name, axis, i in zip(("length_scale", "C_k0", "C"), (GRID["length_scale"], GRID["C_k0"], GRID["C"]),
                              (surface.index[0], surface.index[2], surface.index[3])):
@@ -129,19 +129,19 @@ def test_grid_edge_optimum_warns_and_extends(data):
     X, y = data
     grid = {"length_scale": [1.5], "C_k0": [1e-3, 2e-3], "C": [1.0], "offset_ratio": [1.0]}
     with pytest.warns(GridEdgeWarning, match="edge"):
-        result = select_hyperparameters(X, y, grid=grid, refine=False, max_extensions=2, extend_points=2, **SETTINGS)
+        result = select_hyperparameters(X, y, grid=grid, refine=False, max_extensions=2, extend_points=2, **SETTINGS, method="grid")
     assert ("C_k0", "high") in result.extensions
     np.testing.assert_allclose(result.grid.C_k0, 1e-3 * 2.0 ** np.arange(6))
     # extension evaluated only the new slab: it agrees with a fresh evaluation on the final grid
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GridEdgeWarning)
         fresh = select_hyperparameters(
-            X, y, grid={**grid, "C_k0": result.grid.C_k0}, refine=False, max_extensions=0, **SETTINGS
+            X, y, grid={**grid, "C_k0": result.grid.C_k0}, refine=False, max_extensions=0, **SETTINGS, method="grid"
         )
     np.testing.assert_allclose(result.total, fresh.total, rtol=1e-10)
     assert result.at_edge == ("C_k0",)  # still running up after two extensions: recorded, not silent
     with pytest.raises(ValueError, match="grid edge"):
-        select_hyperparameters(X, y, grid=grid, refine=False, max_extensions=0, on_edge="raise", **SETTINGS)
+        select_hyperparameters(X, y, grid=grid, refine=False, max_extensions=0, on_edge="raise", **SETTINGS, method="grid")
 
 
 def test_cv_method_matches_hand_rolled_stratified_kfold(data):
@@ -203,7 +203,7 @@ def test_default_grid_follows_the_data():
 def test_bad_arguments_are_refused(data, kwargs, match):
     X, y = data
     with pytest.raises(ValueError, match=match):
-        select_hyperparameters(X, y, **kwargs)
+        select_hyperparameters(X, y, **{"method": "grid", **kwargs})
 
 
 def test_grid_rejects_bad_axes():
@@ -218,7 +218,7 @@ def test_linear_kernel_has_no_shape_axis(data):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GridEdgeWarning)
         result = select_hyperparameters(X, y, kernel="linear", grid={"C_k0": [0.1, 1.0, 10.0], "C": [0.5, 2.0]},
-                                        refine=False, **SETTINGS)
+                                        refine=False, **SETTINGS, method="grid")
     assert result.shape_name is None and result.grid.shape.size == 1
     assert "length_scale" not in result.best
     assert result.best_value == pytest.approx(np.nanmax(result.total))
@@ -231,7 +231,7 @@ def test_sampled_approximation_plugs_in_point_by_point(data):
     settings = {**SETTINGS, "approximation": "sampled"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        result = select_hyperparameters(X, y, grid=grid, refine=False, max_extensions=0, **settings)
+        result = select_hyperparameters(X, y, grid=grid, refine=False, max_extensions=0, **settings, method="grid")
         direct = log_evidence(X, y, C=1.0, kernel=RBF(length_scale=1.5, amplitude=3.0, offset=3.0), **settings)
     assert result.naive[0, 0, 0, 0] == pytest.approx(direct.naive, abs=1e-9)
     assert result.naive_se[0, 0, 0, 0] == pytest.approx(direct.naive_se, abs=1e-9) and direct.naive_se > 0
@@ -243,14 +243,14 @@ def test_degenerate_selection_warns(data, surface):
     X, y = data
     grid = {"length_scale": [50.0], "C_k0": [1e4], "C": [1e-3], "offset_ratio": [1.0]}
     with pytest.warns(DegenerateSelectionWarning, match="near-constant class probabilities"):
-        select_hyperparameters(X, y, grid=grid, refine=False, max_extensions=0)
+        select_hyperparameters(X, y, grid=grid, refine=False, max_extensions=0, method="grid")
     # an informative setting does not warn
     p = np.abs(np.asarray(surface.evidence.posterior.predict_proba(X, method="map")) - 0.5)
     assert p.max() > 0.1
     with warnings.catch_warnings():
         warnings.simplefilter("error", DegenerateSelectionWarning)
         warnings.simplefilter("ignore", GridEdgeWarning)
-        select_hyperparameters(X, y, grid=GRID, refine=False, max_extensions=0, **SETTINGS)
+        select_hyperparameters(X, y, grid=GRID, refine=False, max_extensions=0, **SETTINGS, method="grid")
 
 
 def test_annealed_check_replaces_a_failed_ep_normalization_and_moves_the_argmax():
@@ -266,7 +266,7 @@ def test_annealed_check_replaces_a_failed_ep_normalization_and_moves_the_argmax(
     grid = {"length_scale": [1.0, 100.0], "C_k0": [10.0, 1e5], "C": [0.1, 1.0]}
     with pytest.warns(RuntimeWarning, match="could not be estimated reliably|EP's ln N\\(D\\) disagreed"):
         surface = select_hyperparameters(X, y, grid=grid, max_extensions=0, refine=False, on_edge="warn",
-                                         normalization="ep")
+                                         normalization="ep", method="grid")
     failed = [c for c in surface.checks if c.correction() is not None]
     assert [c.point for c in failed] == [corner]
     assert failed[0].annealed - failed[0].surface > 5.0
@@ -279,7 +279,7 @@ def test_annealed_check_replaces_a_failed_ep_normalization_and_moves_the_argmax(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         unchecked = select_hyperparameters(X, y, grid=grid, max_extensions=0, refine=False, max_checks=0,
-                                           normalization="ep")
+                                           normalization="ep", method="grid")
     assert unchecked.index == (1, 0, 1, 0) and unchecked.checks == ()
 
 
@@ -304,7 +304,7 @@ def test_a_check_whose_runs_disagree_leaves_the_cell_out_of_the_maximisation(dat
     monkeypatch.setattr(_Problem, "annealed_normalization", annealed)
     settings = {**SETTINGS, "normalization": "annealed"}
     with pytest.warns(RuntimeWarning, match="could not be estimated reliably at 1 of 2"):
-        result = select_hyperparameters(X, y, grid=GRID, refine=False, max_extensions=0, on_edge="warn", **settings)
+        result = select_hyperparameters(X, y, grid=GRID, refine=False, max_extensions=0, on_edge="warn", **settings, method="grid")
     # the naive surface is the Laplace one of the `surface` fixture; its best cell is excluded, the second wins
     order = np.argsort(np.where(np.isfinite(surface.naive), surface.naive, -np.inf), axis=None)[::-1]
     first, second = (np.unravel_index(k, surface.naive.shape) for k in order[:2])
@@ -327,7 +327,7 @@ def test_a_candidate_whose_ep_posterior_does_not_converge_is_left_out(data, monk
     monkeypatch.setattr(_Problem, "posterior_converges", converges)
     with pytest.warns(RuntimeWarning, match="posterior did not converge at 1 of 2 candidate"):
         result = select_hyperparameters(X, y, grid=GRID, refine=False, max_extensions=0, on_edge="warn",
-                                        approximation="ep", normalization="ep")
+                                        approximation="ep", normalization="ep", method="grid")
     first = tuple(int(np.flatnonzero(result.grid.axes[k] == tested[0][name])[0]) for k, name in enumerate(AXES))
     selected = {name: result.grid.axes[k][i] for k, (name, i) in enumerate(zip(AXES, result.index))}
     assert np.isnan(result.naive[first]) and np.isnan(result.total[first])
@@ -351,7 +351,7 @@ def test_synth_corner_whose_posterior_does_not_converge_is_not_selected():
     grid = {"length_scale": [1.32, 91.8], "C_k0": [3162.0, 3.16e8], "C": [0.0237, 0.4217], "offset_ratio": [1.0]}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = select_hyperparameters(X[train], y[train], grid=grid, refine=False, max_extensions=0)
+        result = select_hyperparameters(X[train], y[train], grid=grid, refine=False, max_extensions=0, method="grid")
     assert any("posterior did not converge" in str(w.message) for w in caught)
     corner = (1, 0, 1, 0)  # length scale 91.8, offset ratio 1, C k0 3.16e8, C 0.0237
     assert np.isnan(result.naive[corner]) and result.index != corner
@@ -366,7 +366,7 @@ def test_amplitudes_beyond_float64_resolution_are_left_out(data):
     beyond = len(X) * np.finfo(float).eps * amplitude * 2.0 > 1e-2
     assert beyond.any() and not beyond.all()
     with pytest.warns(RuntimeWarning, match=f"{beyond.sum()} grid point\\(s\\) have an amplitude beyond"):
-        result = select_hyperparameters(X, y, grid=grid, refine=False, max_extensions=0, on_edge="warn", **SETTINGS)
+        result = select_hyperparameters(X, y, grid=grid, refine=False, max_extensions=0, on_edge="warn", **SETTINGS, method="grid")
     np.testing.assert_array_equal(np.isnan(result.total[0, 0]), beyond)
 
 
@@ -375,7 +375,7 @@ def test_annealed_normalization_at_the_selection_matches_an_independent_run(data
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GridEdgeWarning)
         result = select_hyperparameters(X, y, grid=GRID, refine=False, max_extensions=0, approximation="laplace",
-                                        normalization="annealed")
+                                        normalization="annealed", method="grid")
     # the selected cell was checked with the full budget and carries a reliable value
     selected = {name: result.grid.axes[k][i] for k, (name, i) in enumerate(zip(AXES, result.index))}
     assert any(c.point == selected and c.reliable for c in result.checks)
