@@ -60,7 +60,7 @@ from jax.scipy.special import logsumexp
 from ._linalg import psd_factor
 from ._precision import float64
 from ._validation import check_inputs, check_kernel, check_labels, check_positive
-from .kernels import Kernel
+from .kernels import Kernel, gram_matrix
 from .model import hinge, log_kappa, log_nu
 
 Array = jax.Array
@@ -169,6 +169,7 @@ def padded_size(n: int) -> int:
     return max(8, -(-n // step) * step)
 
 
+@functools.partial(jax.jit, static_argnames=("size",))
 def _padded(chol: Array, size: int) -> tuple[Array, Array]:
     """The factor with an identity block appended (independent N(0, 1) padding entries) and the 0/1 mask."""
     n = chol.shape[0]
@@ -532,7 +533,7 @@ def annealed_log_expectation(
             f"runs {result.ess:.1f}): the value is likely biased low and its standard error unreliable; "
             "raise n_particles (and n_mcmc_steps)",
             RuntimeWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
     return result
 
@@ -604,7 +605,7 @@ def annealed_log_normalization(
         raise ValueError(
             f"route='product' integrates over the n training inputs: n = {n} but inputs has {X.shape[0]} rows"
         )
-    chol = prior_factor(kernel(X)) if chol is None else _check_chol(chol, X.shape[0])
+    chol = prior_factor(gram_matrix(kernel, jnp.asarray(X))) if chol is None else _check_chol(chol, X.shape[0])
     if route == "mean":
         return annealed_log_expectation(chol, mean_route_log_likelihood, args=(C, n), key=key, **options)
     chol, mask = _padded(chol, padded_size(n))

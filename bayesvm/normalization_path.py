@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -64,7 +63,7 @@ _MIN_ESS_FRACTION = 0.25
 _MAX_ANCHOR_DISTANCE = 1.0
 
 
-@partial(jax.jit, static_argnames=())
+@jax.jit
 def _prior_factor(x: Array, X: Array, template: Kernel) -> tuple[Array, Array]:
     """Cholesky factor of K(x) + jitter I with the smallest working jitter of ``_JITTERS``, and that jitter."""
     K = kernel_at(template, x)(X)
@@ -107,6 +106,13 @@ def _reweighted(x, X, template, z, log_f_anchor, jitter):
     w = jnp.exp(log_w - jnp.max(log_w))
     relative_se = jnp.std(w, ddof=1) / (jnp.sqrt(w.shape[0]) * jnp.mean(w))
     return value, grad, ess, relative_se
+
+
+@jax.jit
+def _whitened(x, X, template, L, particles, jitter):
+    """The anchor's particles theta = L z as whitened z (S, n), and ln f(z; x) for each."""
+    z = solve_triangular(L, jnp.reshape(particles, (-1, L.shape[0])).T, lower=True).T
+    return z, _log_f(x, X, template, z, jitter)
 
 
 class _Anchor(NamedTuple):
@@ -157,12 +163,10 @@ class NormalizationPath:
 
     def _anchor_at(self, x: np.ndarray, L: Array, jitter: Array) -> _Anchor:
         result = annealed_log_expectation(
-            L, product_route_log_likelihood, args=(float(penalty_at(jnp.asarray(x))),), key=self.key,
+            L, product_route_log_likelihood, args=(float(np.exp(x[0])),), key=self.key,
             keep_particles=True, **self.annealing,
         )
-        theta = jnp.reshape(result.particles, (-1, L.shape[0]))
-        z = solve_triangular(L, theta.T, lower=True).T
-        log_f = _log_f(jnp.asarray(x), self.X, self.template, z, jitter)
+        z, log_f = _whitened(jnp.asarray(x), self.X, self.template, L, result.particles, jitter)
         anchor = _Anchor(np.array(x), result.value, result.se, result.runs_agree, z, log_f, jitter)
         self.anchors.append(anchor)
         return anchor

@@ -69,12 +69,14 @@ def _same_side_of_half(p: Array, mean: Array) -> Array:
 
 
 @float64
+@jax.jit
 def map_probability(mean: Array, variance: Array | None, C: Array | float) -> Array:
     """Plug-in P(+1 | theta*) = sigmoid(C g(theta*)) (``variance`` is ignored)."""
     return _same_side_of_half(label_probability(mean, C), mean)
 
 
 @float64
+@jax.jit
 def averaged_probability(mean: Array, variance: Array, C: Array | float) -> Array:
     """<Q(+1|theta)> / <nu(theta)> under theta ~ N(mean, variance), in closed form.
 
@@ -88,6 +90,7 @@ def averaged_probability(mean: Array, variance: Array, C: Array | float) -> Arra
 
 
 @float64
+@jax.jit
 def simple_average_probability(mean: Array, variance: Array, C: Array | float) -> Array:
     """<P(+1|theta)> under theta ~ N(mean, variance), by 64-node Gauss-Hermite quadrature."""
     nodes = jnp.asarray(_HERMITE_NODES)
@@ -106,6 +109,11 @@ def predictive_probability(mean: Array, variance: Array, C: Array | float, metho
     if method not in _PROBABILITY:
         raise ValueError(f"method must be one of {PROBABILITY_METHODS}; got {method!r}")
     return _PROBABILITY[method](jnp.asarray(mean), jnp.asarray(variance), C)
+
+
+@jax.jit
+def _kernel_diag(kernel, X: Array) -> Array:
+    return kernel.diag(X)
 
 
 class ErrorBars(NamedTuple):
@@ -141,7 +149,8 @@ class Posterior:
             raise ValueError(f"approximation must be one of {APPROXIMATIONS}; got {approximation!r}")
         K = gram_matrix(fit.kernel, jnp.asarray(fit.X))
         if approximation == "ep":
-            result = ep_log_evidence(K, jnp.asarray(fit.y), fit.C)
+            # the same traced arguments as the evidence's EP run (one compilation), converged fully
+            result = ep_log_evidence(K, jnp.asarray(fit.y), fit.C, log_z_tol=0.0)
             if not bool(result.converged):
                 warnings.warn(f"EP for the posterior did not converge in {int(result.n_iter)} iterations; its "
                               "predictions are approximate", RuntimeWarning, stacklevel=3)
@@ -158,7 +167,7 @@ class Posterior:
         """Posterior mean and variance of theta(x) at new inputs."""
         X = jnp.asarray(check_inputs(X, n_features=self.fit.X.shape[1]))
         K_cross = gram_matrix(self.fit.kernel, X, jnp.asarray(self.fit.X))
-        K_diag = self.fit.kernel.diag(X)
+        K_diag = _kernel_diag(self.fit.kernel, X)
         if self.ep is not None:
             mean, variance = ep_predict(self.ep, K_cross, K_diag)
             return np.asarray(mean), np.maximum(np.asarray(variance), 0.0)

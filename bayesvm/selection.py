@@ -1050,7 +1050,7 @@ def _select_by_evidence(problem, grid, classes, refine, refine_rounds, max_exten
             f"the evidence optimum is on the grid edge ({', '.join(f'{a} {s}' for a, s in edges)}); "
             f"extending the grid by {extend_points} point(s) there",
             GridEdgeWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
         for name, side in edges:
             grid, surface = _extend(problem, grid, surface, name, side, extend_points, progress)
@@ -1062,12 +1062,12 @@ def _select_by_evidence(problem, grid, classes, refine, refine_rounds, max_exten
             f"the evidence optimum is still on the grid edge along {', '.join(at_edge)} after {len(extensions)} "
             "extension(s): the maximum may lie outside the grid, or the evidence may run away there (EP's ln N(D) "
             "fails towards C -> 0 with a huge amplitude and length scale, where only the annealed checks "
-            "(EvidenceSurface.checks, max_checks) correct it, docs/selection-benchmark.md; the Laplace-style "
-            "form: towards large amplitude and short length scale, DESIGN.md 2c)"
+            "(EvidenceSurface.checks, max_checks) correct it; the Laplace-style form: towards large amplitude and "
+            "short length scale, where most points are marginal)"
         )
         if on_edge == "raise":
             raise ValueError(message + "; widen the grid or fix those hyperparameters")
-        warnings.warn(message, GridEdgeWarning, stacklevel=3)
+        warnings.warn(message, GridEdgeWarning, stacklevel=4)
     point = _point(grid, index)
     value = float(surface.total[index])
     history = []
@@ -1084,10 +1084,10 @@ def _select_by_evidence(problem, grid, classes, refine, refine_rounds, max_exten
         warnings.warn(
             f"at the selected hyperparameters {evidence.n_marginal} of {problem.n} points are marginal: the "
             "Laplace-style evidence is too optimistic there and its maximum lands in the wrong place "
-            "(docs/evidence-accuracy.md: on six data sets it lost 3-26 nats of sampled evidence); use "
+            "(measured on six data sets of 80 points, its maximum lost 3-26 nats of sampled evidence); use "
             "approximation='ep' (the default)",
             RuntimeWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
     return EvidenceSurface(
         method="grid", kernel_name=problem.template.name, shape_name=_shape_name(problem.template), grid=grid,
@@ -1123,7 +1123,7 @@ def _warn_degenerate(fit: MapSVM) -> None:
             "the probabilities carry no information; fix C or bound the grid (grid={'C': ...}), or compare with "
             "method='cv'",
             DegenerateSelectionWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
 
 
@@ -1135,7 +1135,7 @@ def _warn_unconverged(problem: _Problem) -> None:
             f"EP did not converge at some grid points ({', '.join(counts)} evaluations); they are left out of "
             "the maximisation (NaN on the surface)",
             RuntimeWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
 
 
@@ -1146,7 +1146,7 @@ def _warn_unresolvable(problem: _Problem) -> None:
             f"{problem.n} (k0 > {problem.max_amplitude(1.0):.2g} for offset ratio 1: rounding in the prior covariance "
             "reaches the margin |theta| <= 1); they are left out of the maximisation (NaN on the surface)",
             RuntimeWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
 
 
@@ -1159,7 +1159,7 @@ def _warn_checks(problem: _Problem, point: dict) -> None:
             "point(s) (the annealing runs disagree: a prior far wider than the margin and nearly constant over "
             "the data, where every estimator fails); they were left out of the maximisation (NaN on the surface)",
             RuntimeWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
     failed = [c for c in problem.checks.values() if c.reliable and not c.agreed]
     name = {"ep": "EP's", "annealed": "the screening annealed"}.get(problem.normalization)
@@ -1172,14 +1172,14 @@ def _warn_checks(problem: _Problem, point: dict) -> None:
             f"{worst.annealed:.1f} +- {worst.annealed_se:.1f}); the full values replace the surface's there "
             "(EvidenceSurface.checks)",
             RuntimeWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
     if problem.normalization in _CHECKED and problem.max_checks > 0 and _point_key(point) not in problem.checks:
         warnings.warn(
             f"the check budget (max_checks={problem.max_checks}) ran out before {name} ln N(D) at the selected "
             "point could be checked against the full annealed estimate; raise max_checks",
             RuntimeWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
 
 
@@ -1193,14 +1193,14 @@ def _warn_posterior_tests(problem: _Problem, point: dict) -> None:
             "optimum(s) (its sites keep moving, so the class probabilities cannot be computed there; seen in the "
             "small-C, huge-amplitude, long-length-scale corner); they were left out of the maximisation",
             RuntimeWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
     if problem.approximation == "ep" and problem.max_checks > 0 and _point_key(point) not in problem.posterior_tests:
         warnings.warn(
             f"the test budget (max_checks={problem.max_checks}) ran out before EP's posterior at the selected point "
             "was tested for convergence; raise max_checks",
             RuntimeWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
 
 
@@ -1318,7 +1318,7 @@ def _select_by_cv(problem, grid: Grid, classes, cv, random_state, progress) -> E
         warnings.warn(
             f"the cross-validation optimum is on the grid edge along {', '.join(at_edge)}; widen the grid",
             GridEdgeWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
     point = {name: float(axis[i]) for name, axis, i in zip(AXES, grid.axes, index)}
     best = _hyperparameters(problem, point)

@@ -82,18 +82,18 @@ def warn_untrusted(report: TrustReport, C: float, amplitude: float) -> None:
             f"ln N(D) could not be estimated reliably {where}: the independent tempered-SMC runs disagree, so "
             "its value is likely biased low and the evidence biased high (a prior far wider than the margin and "
             "nearly constant over the data). Bound the amplitude or fix C, and compare with cross-validation",
-            RuntimeWarning, stacklevel=3,
+            RuntimeWarning, stacklevel=5,
         )
     elif not report.normalization_agrees:
         warnings.warn(
             f"the search's ln N(D) estimate ({report.search_log_normalization:.2f}) and a fresh tempered-SMC "
             f"estimate ({report.reference_log_normalization:.2f} +- {report.reference_se:.2f}) disagree {where}: "
             "the search moved on an inaccurate ln N(D), and the point may not be the evidence maximum",
-            RuntimeWarning, stacklevel=3,
+            RuntimeWarning, stacklevel=5,
         )
     if not report.naive_converged:
         warnings.warn(
             f"EP's posterior did not converge {where} (its sites keep moving), so ln Q(D) and the class "
             "probabilities there are unreliable; this happens in the small-C, huge-amplitude corner",
-            RuntimeWarning, stacklevel=3,
+            RuntimeWarning, stacklevel=5,
         )
