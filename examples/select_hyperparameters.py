@@ -118,10 +118,10 @@ def timed_selection(X, y, grid, method: str, args):
     started = time.perf_counter()
 
     def progress(done: int, total: int) -> None:
-        if method == "evidence":  # one step per length scale of the grid (or of a grid extension)
+        if method == "grid":  # one step per length scale of the grid (or of a grid extension)
             print(f"  evidence: step {done} of {total} ({time.perf_counter() - started:.0f} s)", flush=True)
 
-    if method == "evidence":
+    if method == "grid":
         options.update({name: getattr(args, name) for name in ("approximation", "normalization")
                         if getattr(args, name) is not None})
     with warnings.catch_warnings(record=True) as caught:
@@ -173,8 +173,8 @@ def table(evidence, cv, errors, seconds, folds: int, crossed: tuple[float, float
         ("ln P(D) +- se", f"{ev.total:.2f} +- {ev.total_se:.2f}", f"{evidence_at_cv:.2f} (grid, best C)"),
         (f"{folds}-fold CV error", f"{cv_at_evidence:.4f}", f"{-cv.best_value:.4f}"),
         ("marginal / support vectors", f"{ev.n_marginal} / {ev.fit.support.size}", ""),
-        ("test error", f"{errors['evidence']:.4f}", f"{errors['cv']:.4f}"),
-        ("wall time", f"{seconds['evidence']:.1f} s", f"{seconds['cv']:.1f} s"),
+        ("test error", f"{errors['grid']:.4f}", f"{errors['cv']:.4f}"),
+        ("wall time", f"{seconds['grid']:.1f} s", f"{seconds['cv']:.1f} s"),
     ]
     rows.insert(0, ("", "evidence", f"{folds}-fold CV"))
     w = [max(len(row[c]) for row in rows) for c in range(3)]
@@ -235,13 +235,13 @@ def main(argv=None) -> Path:
           f"testing on {len(y_test)}; grid {' x '.join(str(len(grid[a])) for a in ('length_scale', 'C_k0', 'C'))} "
           "(length scale x C k0 x C), k_b / k0 = 1")
     surfaces, seconds, errors = {}, {}, {}
-    for method in ("evidence", "cv"):
+    for method in ("grid", "cv"):
         surfaces[method], seconds[method], messages = timed_selection(X_train, y_train, grid, method, args)
         errors[method], refit_messages = test_error(surfaces[method], X_train, y_train, X_test, y_test)
         messages += [f"refit on the training part: {m}" for m in refit_messages]
         for message in messages:
             print(f"warning ({method}): {message}")
-    evidence, cv = surfaces["evidence"], surfaces["cv"]
+    evidence, cv = surfaces["grid"], surfaces["cv"]
     print(f"\nevidence: ln Q(D) by {evidence.approximation!r}, ln N(D) by {evidence.normalization!r}; final grid "
           f"{' x '.join(map(str, evidence.grid.shape_of_surface))} (shape x k_b/k0 x C k0 x C), extensions: "
           f"{', '.join(f'{a} {s}' for a, s in evidence.extensions) or 'none'}, "

@@ -13,6 +13,9 @@ pytest.importorskip("mkdocstrings_handlers.python")
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# subprocess runs of whole scripts: the slower tier (pytest -m slow), not the default test command
+pytestmark = pytest.mark.slow
+
 
 def test_docs_build_strict(tmp_path):
     result = subprocess.run(

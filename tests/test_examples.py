@@ -9,6 +9,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# subprocess runs of whole scripts: the slower tier (pytest -m slow), not the default test command
+pytestmark = pytest.mark.slow
+
 EXAMPLES = {
     "prior_samples.py": ["prior_samples_grid.png", "prior_samples_1d.png"],
     "toy_evidence.py": ["toy_evidence.png"],
