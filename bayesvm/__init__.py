@@ -9,45 +9,47 @@ package leaves JAX's global ``jax_enable_x64`` flag as it is
 (:mod:`bayesvm._precision`).
 """
 
-from . import annealing, calibration, comparison, datasets, ep, kernels, metrics, model
+from . import calibration, datasets, kernels, metrics
 from .comparison import compare_calibration
 from .estimator import BayesianSVC
-from .evidence import Evidence, log_evidence, log_naive_evidence
+from .evidence import Evidence, log_evidence
 from .kernels import RBF, Exponential, Linear, Polynomial, make_kernel
 from .normalization import log_normalization
-from .posterior import Posterior
-from .selection import EvidenceSurface, select_hyperparameters
-from .solver import MapSVM, fit_map, solve_dual
+from .posterior import ErrorBars, Posterior
+from .search import SearchSelection
+from .selection import DegenerateSelectionWarning, EvidenceSurface, Grid, GridEdgeWarning, select_hyperparameters
+from .solver import fit_map
 
 __version__ = "0.1.0"
 
+#: what a user needs: the estimator, the evidence at given hyperparameters, the selection and its results,
+#: the kernels, the posterior's probabilities and error bars, the calibration comparison and its data sets.
+#: The building blocks (solver, EP, annealing, the search's parts) stay in their modules.
 __all__ = [
-    "calibration",
-    "datasets",
-    "metrics",
-    "plotting",
-    "kernels",
-    "model",
+    "BayesianSVC",
+    "select_hyperparameters",
+    "SearchSelection",
+    "EvidenceSurface",
+    "Grid",
+    "GridEdgeWarning",
+    "DegenerateSelectionWarning",
+    "log_evidence",
+    "log_normalization",
+    "Evidence",
+    "fit_map",
+    "Posterior",
+    "ErrorBars",
     "RBF",
     "Exponential",
     "Polynomial",
     "Linear",
     "make_kernel",
-    "fit_map",
-    "solve_dual",
-    "MapSVM",
-    "log_evidence",
-    "log_naive_evidence",
-    "log_normalization",
-    "Evidence",
-    "Posterior",
-    "select_hyperparameters",
-    "EvidenceSurface",
-    "BayesianSVC",
     "compare_calibration",
-    "annealing",
-    "comparison",
-    "ep",
+    "calibration",
+    "datasets",
+    "kernels",
+    "metrics",
+    "plotting",
 ]
 
 

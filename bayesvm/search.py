@@ -11,13 +11,13 @@ coordinates x = (ln C, ln k0, ln k_b/k0, ln shape) of
   from the nearest anchor, with its exact gradient
   (:class:`bayesvm.normalization_path.NormalizationPath`).
 
-L-BFGS-B (scipy) climbs from a few starts within box bounds
+L-BFGS-B (scipy) climbs ln P(D) / n from a few starts within box bounds
 (:class:`bayesvm.hyperparameters.SearchSpace`); every start shares the one
-compiled evaluation for this n. The best end point is then re-evaluated
-tightly: EP to convergence from its sites, and a fresh tempered-SMC estimate
-of ln N(D) with the full budget, whose agreement with the path estimate is
-reported (a disagreement of more than a nat means the path's ln N(D) could
-not be trusted along the way, and the selection says so).
+compiled evaluation for this n. :func:`select_by_search` then re-evaluates
+the starts' end points, best first, with :func:`bayesvm.log_evidence`'s
+defaults (EP at full tolerance, a fresh tempered-SMC ln N(D) with the full
+budget) and returns the first that passes the tests of :mod:`bayesvm.trust`
+(theory: "Hyperparameter selection").
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ class _Objective:
             start=self.start, x=x, log_evidence=float(naive.value) - norm.value if feasible else -np.inf,
             log_naive=float(naive.value), log_normalization=norm.value if norm else np.nan,
             log_normalization_se=norm.se if norm else np.nan, ess=norm.ess if norm else 0.0,
-            ep_sweeps=int(naive.n_iter), factorizations=int(naive.n_factorizations) + (1 if norm else 0),
+            ep_sweeps=int(naive.n_iter), factorizations=int(naive.n_factorizations) + (2 if norm else 0),
             anchored=bool(norm and norm.anchored), seconds=time.perf_counter() - started,
         ))
         self.report_progress()
