@@ -58,7 +58,7 @@ the cells where it is worst. So every argmax the
 selection acts on (before each grid extension, after refinement) is checked
 against the annealed estimate of the same integral
 (:func:`bayesvm.annealing.annealed_log_normalization`, route "product"); where
-they disagree by more than ``_CHECK_TOLERANCE`` nats (or three standard
+they disagree by more than ``NORMALIZATION_TOLERANCE`` nats (or three standard
 errors), the annealed value replaces EP's at that cell, and the argmax is taken
 again, up to ``max_checks`` checks. With ``normalization="annealed"`` the
 same checks re-estimate the screening value with the full budget. A check
@@ -85,7 +85,7 @@ such is not excluded.
 Amplitudes float64 cannot resolve. The prior covariance k0 (base + r) is
 rounded at about eps k0 (1 + r) per entry, and sums and factorisations over
 n points make that n eps k0 (1 + r) in theta^2 units. Once this reaches the
-margin scale (``_MARGIN_RESOLUTION`` = 1e-2 against |theta| <= 1) no
+margin scale (``MARGIN_RESOLUTION`` = 1e-2 against |theta| <= 1) no
 computation here means anything (EP, the sampler and the solver all see the
 margin through rounding noise), so cells with k0 above
 1e-2 / (n eps (1 + r)) (5.6e11 at n = 40, 5.6e10 at n = 400 for r = 1) are
@@ -140,9 +140,10 @@ from .ep import ep_log_evidence, ep_log_z_batch
 from .evidence import APPROXIMATIONS, LAPLACE_MARGINAL_SHARE, Evidence, naive_evidence
 from .kernels import Kernel, gram_matrix, make_kernel, squared_distances
 from .laplace import DETERMINANTS, NaiveEvidenceTerms, laplace_factor, laplace_log_naive_evidence
-from .hyperparameters import SearchSpace
+from .hyperparameters import SearchSpace, max_amplitude
 from .posterior import Posterior
 from .search import default_starts, select_by_search
+from .trust import NORMALIZATION_TOLERANCE
 from .normalization import (
     NormalizationEstimate,
     log_normalization_from_draws,
@@ -189,10 +190,6 @@ _NORMALIZATION_BATCH = 4
 _SOLVE_BATCH = 3
 #: EP runs are batched in chunks of this size (one compilation per problem size and site family)
 _EP_BATCH = 3
-#: a surface's ln N(D) is accepted where the checking annealed estimate agrees within this many nats (or 3 se)
-_CHECK_TOLERANCE = 1.0
-#: the rounding error allowed in the prior covariance, theta^2 units (against the margin |theta| <= 1)
-_MARGIN_RESOLUTION = 1e-2
 #: tempered SMC budget for ln N(D) on every grid cell (a screen, about 6x cheaper than the defaults of
 #: annealed_log_expectation, which the checks at the argmax use)
 _SCREEN_ANNEALING = {"n_particles": 64, "n_runs": 8, "n_mcmc_steps": 3}
@@ -570,14 +567,9 @@ class _Problem:
         return _Block(value, se, terms, estimate)
 
     def max_amplitude(self, ratio) -> float:
-        """The largest amplitude k0 at which float64 resolves the margin (module docstring).
-
-        The prior covariance k0 (base + ratio) has entries up to k0 (1 + ratio);
-        sums and factorisations over n points carry a rounding error of about
-        n eps k0 (1 + ratio) in theta^2 units, which must stay below
-        ``_MARGIN_RESOLUTION`` against the margin |theta| <= 1.
-        """
-        return _MARGIN_RESOLUTION / (self.n * np.finfo(np.float64).eps * (1.0 + ratio))
+        """The largest amplitude k0 at which float64 resolves the margin at this n
+        (:func:`bayesvm.hyperparameters.max_amplitude`)."""
+        return max_amplitude(self.n, ratio)
 
     def resolvable(self, ratio, P, C) -> np.ndarray:
         """(len(P), len(C)) mask of the cells whose amplitude P / C float64 can resolve."""
@@ -608,7 +600,7 @@ class _Problem:
         key = _point_key(point)
         if key not in self.checks:
             result = self.annealed_normalization(*(point[name] for name in AXES), screen=False)
-            agreed = abs(value - result.value) <= max(_CHECK_TOLERANCE, 3.0 * result.se)
+            agreed = abs(value - result.value) <= max(NORMALIZATION_TOLERANCE, 3.0 * result.se)
             self.checks[key] = NormalizationCheck(dict(point), float(value), float(result.value),
                                                   float(result.se), bool(agreed), result.runs_agree)
         return self.checks[key]
