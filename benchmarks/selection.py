@@ -231,6 +231,18 @@ def _positive_column(model) -> int:
     return list(model.classes_).index(1)
 
 
+def _fit_and_predict(model, X_train, y_train, X_test):
+    """Fit a scikit-learn classifier and predict: fit and predict seconds, P(+1), labels, the warnings raised."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit_s = _timed(model.fit, X_train, y_train)[1]
+        start = time.perf_counter()
+        p_positive = model.predict_proba(X_test)[:, _positive_column(model)]
+        predicted = model.predict(X_test)
+        predict_s = time.perf_counter() - start
+    return fit_s, predict_s, p_positive, predicted, caught
+
+
 def _search_bounds(X_train, C: float, kernel) -> list[str]:
     """The free search coordinates on which (C, kernel) sits at a bound of the default search box."""
     space = SearchSpace.default(X_train, make_kernel("rbf"))
@@ -261,13 +273,7 @@ def run_search(X_train, y_train, X_test, y_test, **_) -> dict:
     """BayesianSVC() with its defaults (quasi-Newton evidence search)."""
     load = _load()
     model = BayesianSVC()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        fit_s = _timed(model.fit, X_train, y_train)[1]
-        start = time.perf_counter()
-        p_positive = model.predict_proba(X_test)[:, _positive_column(model)]
-        predicted = model.predict(X_test)
-        predict_s = time.perf_counter() - start
+    fit_s, predict_s, p_positive, predicted, caught = _fit_and_predict(model, X_train, y_train, X_test)
     selection = model.selection_
     n_train = X_train.shape[0]
     report = selection.report
@@ -405,13 +411,7 @@ def run_gpc(X_train, y_train, X_test, y_test, **_) -> dict:
     """GaussianProcessClassifier(ConstantKernel() * RBF()) with scikit-learn's defaults."""
     load = _load()
     model = GaussianProcessClassifier(kernel=ConstantKernel() * SkRBF())
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        fit_s = _timed(model.fit, X_train, y_train)[1]
-        start = time.perf_counter()
-        p_positive = model.predict_proba(X_test)[:, _positive_column(model)]
-        predicted = model.predict(X_test)
-        predict_s = time.perf_counter() - start
+    fit_s, predict_s, p_positive, predicted, caught = _fit_and_predict(model, X_train, y_train, X_test)
     kernel = model.kernel_
     return {
         "fit_s": fit_s,
