@@ -182,7 +182,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         theta = np.asarray(theta, dtype=np.float64)
         if theta.shape != (4,) or not np.all(np.isfinite(theta)):
             raise ValueError(f"theta must be 4 finite log hyperparameters {COORDINATES}; got {theta.tolist()}")
-        kernel = self.kernel_.replace(**{k: v for k, v in kernel_hyperparameters_at(self.kernel_, theta).items()})
+        kernel = self.kernel_.replace(**kernel_hyperparameters_at(self.kernel_, theta))
         fit = self.fit_
         y = self.classes_[(fit.y > 0).astype(int)]
         return float(log_evidence(fit.X, y, C=float(np.exp(theta[0])), kernel=kernel, random_state=self._seed()).total)

@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .kernels import Kernel
+from .kernels import Kernel, squared_distances
 
 Array = jax.Array
 
@@ -40,6 +40,7 @@ __all__ = [
     "penalty_at",
     "coordinates_of",
     "max_amplitude",
+    "pairwise_distances",
 ]
 
 #: the search coordinates, in vector order
@@ -79,6 +80,17 @@ def coordinates_of(C: float, kernel: Kernel) -> np.ndarray:
         raise ValueError("the search works with ln(k_b / k0): the kernel's offset must be > 0")
     shape = 1.0 if kernel.shape_parameter is None else float(getattr(kernel, kernel.shape_parameter))
     return np.log([C, amplitude, offset / amplitude, shape])
+
+
+def pairwise_distances(X: np.ndarray, max_points: int = 500) -> np.ndarray:
+    """The distinct non-zero pairwise distances of X's rows, on at most ``max_points`` rows evenly spaced.
+
+    What the data-derived defaults of length scales are read from.
+    """
+    rows = X[np.linspace(0, X.shape[0] - 1, min(X.shape[0], max_points)).astype(int)]
+    d = np.sqrt(np.asarray(squared_distances(jnp.asarray(rows), jnp.asarray(rows))))
+    d = d[np.triu_indices_from(d, k=1)]
+    return d[d > 0]
 
 
 def max_amplitude(n: int, offset_ratio: float) -> float:
@@ -148,10 +160,7 @@ class SearchSpace:
         upper = np.log([1e3, min(1e5, max_amplitude(n, r_max)), r_max, 1.0])
         name = template.shape_parameter
         if name == "length_scale":
-            rows = X[np.linspace(0, n - 1, min(n, 500)).astype(int)]
-            d = np.sqrt(np.maximum(np.sum((rows[:, None, :] - rows[None, :, :]) ** 2, axis=-1), 0.0))
-            d = d[np.triu_indices_from(d, k=1)]
-            d = d[d > 0]
+            d = pairwise_distances(X)
             lo, hi = np.quantile(d, [0.05, 0.95]) if d.size else (1.0, 1.0)
             lower[3], upper[3] = np.log(0.2 * lo), np.log(3.0 * hi)
         elif name == "gamma":

@@ -172,39 +172,44 @@ class NormalizationPath:
         return anchor
 
     def estimate(self, x) -> PathEstimate:
-        """ln N(D) and its gradient at the coordinates x, re-anchoring where the weights degenerate."""
+        """ln N(D) and its gradient at the coordinates x, re-anchoring where the weights degenerate.
+
+        The nearest anchors (at most three within ``_MAX_ANCHOR_DISTANCE``) are
+        tried first; their reweighting factorises K(x) with the anchor's jitter,
+        which was resolved where the anchor was made. Only when none serves is
+        the prior factorised here with the smallest working jitter, and
+        annealed, if that jitter is resolved.
+        """
         x = np.asarray(x, dtype=np.float64)
         self.n_evaluations += 1
-        L, jitter = _prior_factor(jnp.asarray(x), self.X, self.template)
-        # the jitter is independent noise of this variance on every theta_i (theta^2 units)
-        resolved = bool(np.all(np.isfinite(np.asarray(L)))) and float(jitter) <= MARGIN_RESOLUTION
-        if not resolved:
-            return PathEstimate(-np.inf, np.zeros(4), np.inf, 0.0, False, False, False)
-        best = None
         near = [a for a in self.anchors if np.max(np.abs(a.x - x)) <= _MAX_ANCHOR_DISTANCE]
         for anchor in sorted(near, key=lambda a: float(np.sum((a.x - x) ** 2)))[:3]:
-            value, grad, ess, rel_se = _reweighted(jnp.asarray(x), self.X, self.template, anchor.z, anchor.log_f,
-                                                   anchor.jitter)
+            reweighted = _reweighted(jnp.asarray(x), self.X, self.template, anchor.z, anchor.log_f, anchor.jitter)
+            value, _, ess, _ = reweighted
             if float(ess) >= self.min_ess_fraction * anchor.z.shape[0] and np.isfinite(float(value)):
-                best = (anchor, value, grad, ess, rel_se)
-                break
-        if best is None:
-            anchor = self._anchor_at(x, L, jitter)
-            value, grad, ess, rel_se = _reweighted(jnp.asarray(x), self.X, self.template, anchor.z, anchor.log_f,
-                                                   anchor.jitter)
-            best = (anchor, value, grad, ess, rel_se)
-        anchor, value, grad, ess, rel_se = best
-        anchored = bool(np.array_equal(anchor.x, x))
-        return PathEstimate(
-            value=anchor.value + float(value),
-            gradient=np.asarray(grad),
-            se=float(np.hypot(anchor.se, float(rel_se))),
-            ess=float(ess),
-            anchored=anchored,
-            resolved=True,
-            runs_agree=anchor.runs_agree,
-        )
+                return _path_estimate(anchor, reweighted, anchored=False)
+        L, jitter = _prior_factor(jnp.asarray(x), self.X, self.template)
+        # the jitter is independent noise of this variance on every theta_i (theta^2 units)
+        if not (bool(np.all(np.isfinite(np.asarray(L)))) and float(jitter) <= MARGIN_RESOLUTION):
+            return PathEstimate(-np.inf, np.zeros(4), np.inf, 0.0, False, False, False)
+        anchor = self._anchor_at(x, L, jitter)
+        reweighted = _reweighted(jnp.asarray(x), self.X, self.template, anchor.z, anchor.log_f, anchor.jitter)
+        return _path_estimate(anchor, reweighted, anchored=True)
 
     @property
     def n_anchors(self) -> int:
         return len(self.anchors)
+
+
+def _path_estimate(anchor: _Anchor, reweighted, *, anchored: bool) -> PathEstimate:
+    """The anchor's SMC value plus the reweighted log mean ratio, with the two standard errors combined."""
+    value, grad, ess, rel_se = reweighted
+    return PathEstimate(
+        value=anchor.value + float(value),
+        gradient=np.asarray(grad),
+        se=float(np.hypot(anchor.se, float(rel_se))),
+        ess=float(ess),
+        anchored=anchored,
+        resolved=True,
+        runs_agree=anchor.runs_agree,
+    )

@@ -12,7 +12,7 @@ theta* = 0 (g is odd and increasing and the Gaussian is symmetric about theta*):
 * ``"averaged"`` (default): <Q(+1|theta)> / <nu(theta)>, the probability of +1
   given that x receives a label at all. Both averages are Gaussian integrals
   of exp(-C l(+-theta)) with closed forms (Gaussian CDF terms and a shifted
-  Gaussian; :func:`bayesvm.ep.hinge_tilted_moments`), so no quadrature is used;
+  Gaussian; :func:`bayesvm.tilted.hinge_tilted_moments`), so no quadrature is used;
 * ``"simple"``: <P(+1|theta)> = <sigmoid(C g(theta))>, by Gauss-Hermite quadrature.
 
 Error bars: theta* +- sigma and the plug-in probabilities at those two ends.
@@ -31,7 +31,8 @@ import numpy as np
 from . import _linalg
 from ._precision import float64, numpy_leaves
 from ._validation import check_inputs
-from .ep import EPResult, ep_log_evidence, ep_predict, hinge_tilted_moments
+from .ep import EPResult, ep_log_evidence, ep_predict
+from .tilted import hinge_tilted_moments
 from .kernels import gram_matrix
 from .laplace import LaplaceFactor, laplace_factor, laplace_latent_variance
 from .model import label_probability

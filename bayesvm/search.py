@@ -33,7 +33,7 @@ from scipy.optimize import minimize
 from ._validation import check_labels
 from .ep_gradient import EPSites, ep_naive_evidence_and_gradient, zero_sites
 from .evidence import Evidence
-from .hyperparameters import SearchSpace, kernel_hyperparameters_at, penalty_at
+from .hyperparameters import SearchSpace, kernel_hyperparameters_at, pairwise_distances, penalty_at
 from .kernels import Kernel
 from .normalization_path import NormalizationPath
 from .trust import TrustReport, check_point, warn_untrusted
@@ -170,7 +170,7 @@ class _Objective:
             start=self.start, x=x, log_evidence=float(naive.value) - norm.value if feasible else -np.inf,
             log_naive=float(naive.value), log_normalization=norm.value if norm else np.nan,
             log_normalization_se=norm.se if norm else np.nan, ess=norm.ess if norm else 0.0,
-            ep_sweeps=int(naive.n_iter), factorizations=int(naive.n_factorizations) + (2 if norm else 0),
+            ep_sweeps=int(naive.n_iter), factorizations=int(naive.n_factorizations) + _path_factorizations(norm),
             anchored=bool(norm and norm.anchored), seconds=time.perf_counter() - started,
         ))
         self.report_progress()
@@ -184,6 +184,13 @@ class _Objective:
         return -self.steps[-1].log_evidence / n, -gradient[self.space.free] / n
 
 
+def _path_factorizations(norm) -> int:
+    """The ln N(D) path's factorisations at one point: the reweighting's and its gradient pass, one more for a new anchor."""
+    if norm is None:
+        return 0
+    return 3 if norm.anchored else 2
+
+
 def default_starts(space: SearchSpace, X: np.ndarray, template: Kernel) -> np.ndarray:
     """Starting points: C = 1 with k0 = 10 and 100, k_b = k0, the shape at the data's scale and half of it.
 
@@ -192,9 +199,7 @@ def default_starts(space: SearchSpace, X: np.ndarray, template: Kernel) -> np.nd
     """
     mid_shape = 0.5 * (space.lower[3] + space.upper[3])
     if template.shape_parameter == "length_scale":
-        rows = X[np.linspace(0, X.shape[0] - 1, min(X.shape[0], 300)).astype(int)]
-        d = np.sqrt(np.sum((rows[:, None, :] - rows[None, :, :]) ** 2, axis=-1))
-        mid_shape = np.log(np.median(d[np.triu_indices_from(d, k=1)]))
+        mid_shape = np.log(np.median(pairwise_distances(X, max_points=300)))
     starts = np.array([[0.0, np.log(10.0), 0.0, mid_shape],
                        [0.0, np.log(100.0), 0.0, mid_shape - np.log(2.0)]])
     return np.array([space.clip(np.where(space.free, s, space.lower)) for s in starts])

@@ -138,9 +138,9 @@ from ._validation import check_inputs, check_kernel, check_labels
 from .annealing import AnnealingResult, annealed_log_normalization, prior_factor
 from .ep import ep_log_evidence, ep_log_z_batch
 from .evidence import APPROXIMATIONS, LAPLACE_MARGINAL_SHARE, Evidence, naive_evidence
-from .kernels import Kernel, gram_matrix, make_kernel, squared_distances
+from .kernels import Kernel, gram_matrix, make_kernel
 from .laplace import DETERMINANTS, NaiveEvidenceTerms, laplace_factor, laplace_log_naive_evidence
-from .hyperparameters import SearchSpace, max_amplitude
+from .hyperparameters import SearchSpace, max_amplitude, pairwise_distances
 from .posterior import Posterior
 from .search import default_starts, select_by_search
 from .trust import NORMALIZATION_TOLERANCE
@@ -301,10 +301,7 @@ def default_grid(X, kernel="rbf") -> Grid:
     small = X.shape[0] < _SMALL_PROBLEM
     name = _shape_name(template)
     if name == "length_scale":
-        Xs = X[np.linspace(0, X.shape[0] - 1, min(X.shape[0], _MAX_DISTANCE_POINTS)).astype(int)]
-        d = np.sqrt(np.asarray(squared_distances(jnp.asarray(Xs), jnp.asarray(Xs))))
-        d = d[np.triu_indices_from(d, k=1)]
-        d = d[d > 0]
+        d = pairwise_distances(X, max_points=_MAX_DISTANCE_POINTS)
         lo, hi = (np.quantile(d, [0.1, 0.9]) if d.size else (1.0, 1.0))
         shape = np.geomspace(0.5 * lo, 2.0 * hi, 3 if small else 4)
     elif name == "gamma":

@@ -24,11 +24,9 @@ from bayesvm.ep import (
     ep_log_normalization,
     ep_log_z_batch,
     ep_predict,
-    hinge_tilted_moments,
-    nu_tilted_moments,
-    standard_tail_moments,
 )
 from bayesvm.kernels import RBF
+from bayesvm.tilted import hinge_tilted_moments, nu_tilted_moments, standard_tail_moments
 from bayesvm.model import log_kappa, log_label_likelihood, log_nu
 
 
