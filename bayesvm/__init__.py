@@ -12,12 +12,14 @@ package leaves JAX's global ``jax_enable_x64`` flag as it is
 from . import calibration, datasets, kernels, metrics
 from .comparison import compare_calibration
 from .estimator import BayesianSVC
-from .evidence import Evidence, log_evidence
+from .evidence import Evidence, log_evidence, log_normalization
 from .kernels import RBF, Exponential, Linear, Polynomial, make_kernel
-from .normalization import log_normalization
 from .posterior import ErrorBars, Posterior
 from .search import SearchSelection
-from .selection import DegenerateSelectionWarning, EvidenceSurface, Grid, GridEdgeWarning, select_hyperparameters
+from .grid import Grid, GridEdgeWarning
+from .grid_checks import DegenerateSelectionWarning
+from .selection import select_hyperparameters
+from .surface import EvidenceSurface
 from .solver import fit_map
 
 __version__ = "0.1.0"

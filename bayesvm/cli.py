@@ -19,14 +19,22 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
 
+from ._cli_report import (
+    ProgressBar,
+    cv_report,
+    held_out_report,
+    print_warnings,
+    recorded_warnings,
+    save_surface_figures,
+    select_report,
+    write_json,
+)
 from ._precision import float64
 
 __all__ = ["main"]
@@ -97,31 +105,6 @@ def read_csv(path: str, target: str) -> tuple[np.ndarray, np.ndarray, list[str]]
 
 
 # ---------------------------------------------------------------------------
-# output helpers
-
-
-def _table(rows: list[tuple[str, str]]) -> str:
-    width = max(len(name) for name, _ in rows)
-    return "\n".join(f"  {name:<{width}}  {value}" for name, value in rows)
-
-
-class _ProgressBar:
-    """A plain-text progress bar on stderr for grids of more than one block."""
-
-    def __init__(self, label: str, stream=sys.stderr, width: int = 30):
-        self.label, self.stream, self.width = label, stream, width
-
-    def __call__(self, done: int, total: int) -> None:
-        if total <= 1:
-            return
-        filled = int(self.width * done / total)
-        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (self.width - filled)}] {done}/{total}")
-        if done == total:
-            self.stream.write("\n")
-        self.stream.flush()
-
-
-# ---------------------------------------------------------------------------
 # demo
 
 
@@ -139,11 +122,9 @@ def run_demo(args) -> int:
     hp = _DEMO_HYPERPARAMETERS
     kernel = RBF(length_scale=hp["length_scale"], amplitude=hp["amplitude"], offset=hp["offset"])
     started = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with recorded_warnings() as caught:
         evidence = log_evidence(X_train, y_train, C=hp["C"], kernel=kernel)
-    for warning in _unique_messages(caught):
-        print(f"warning: {warning}", file=sys.stderr)
+    print_warnings(caught)
     posterior = evidence.posterior
     bars = posterior.error_bars(X_test)
     p_map = posterior.predict_proba(X_test, method="map")
@@ -190,6 +171,20 @@ def _load_data(args, demo_name: str) -> tuple[np.ndarray, np.ndarray, str]:
     return X, y, f"{args.data} (target {args.target!r})"
 
 
+def _selection_options(args) -> dict:
+    """Keyword arguments of ``select_hyperparameters`` for ``--method search`` or ``--method grid``."""
+    if args.method == "search":
+        if args.plot:
+            raise InputError("--plot draws the evidence surface of a grid: add --method grid")
+        return dict(kernel=args.kernel, random_state=args.seed)
+    from .selection import GridEstimators, GridOptions
+
+    return dict(kernel=args.kernel, method="grid", random_state=args.seed,
+                estimators=GridEstimators(approximation=args.approximation, normalization=args.normalization,
+                                          n_samples=args.n_samples),
+                options=GridOptions(refine=not args.no_refine, max_checks=args.max_checks))
+
+
 def run_select(args) -> int:
     from .selection import select_hyperparameters
 
@@ -201,40 +196,30 @@ def run_select(args) -> int:
         X, X_test, y, y_test = train_test_split(X, y, train_size=_DEMO_TRAIN, stratify=y, random_state=args.seed)
         held_out = (X_test, y_test)
         source += f"; a stratified {_DEMO_TRAIN}-point training subsample, the other {len(y_test)} points held out"
-    if args.method == "search":
-        if args.plot:
-            raise InputError("--plot draws the evidence surface of a grid: add --method grid")
-        options = dict(kernel=args.kernel, random_state=args.seed)
-    else:
-        options = dict(kernel=args.kernel, method="grid", approximation=args.approximation,
-                       normalization=args.normalization, n_samples=args.n_samples, refine=not args.no_refine,
-                       max_checks=args.max_checks, random_state=args.seed)
+    options = _selection_options(args)
     started = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        surface = select_hyperparameters(X, y, progress=_ProgressBar("evidence"), **options)
+    with recorded_warnings() as caught:
+        surface = select_hyperparameters(X, y, progress=ProgressBar("evidence"), **options)
     elapsed = time.perf_counter() - started
     cv_surface = None
     if args.cv:
         started_cv = time.perf_counter()
-        with warnings.catch_warnings(record=True) as caught_cv:
-            warnings.simplefilter("always")
+        with recorded_warnings() as caught_cv:
             cv_surface = select_hyperparameters(
                 X, y, kernel=args.kernel, grid=_cv_grid(surface) if args.method == "grid" else None, method="cv",
                 cv=args.folds,
-                random_state=args.seed, progress=_ProgressBar(f"{args.folds}-fold CV"),
+                random_state=args.seed, progress=ProgressBar(f"{args.folds}-fold CV"),
             )
         caught += caught_cv
         cv_elapsed = time.perf_counter() - started_cv
-    for warning in _unique_messages(caught):
-        print(f"warning: {warning}", file=sys.stderr)
-    print(_select_report(surface, X, y, source, elapsed))
+    print_warnings(caught)
+    print(select_report(surface, X, y, source, elapsed))
     if held_out is not None:
-        print(_held_out_report(surface, *held_out))
+        print(held_out_report(surface, *held_out))
     if cv_surface is not None:
-        print(_cv_report(surface, cv_surface, cv_elapsed, args.folds))
+        print(cv_report(surface, cv_surface, cv_elapsed, args.folds))
     if args.plot:
-        _save_plots(surface, args.plot)
+        save_surface_figures(surface, args.plot)
         print(f"\nfigures written to {args.plot}")
     if args.json:
         payload = {"source": source, "n": int(X.shape[0]), "n_features": int(X.shape[1]),
@@ -242,8 +227,7 @@ def run_select(args) -> int:
         if cv_surface is not None:
             payload["cv"] = cv_surface.to_dict()
             payload["cv_seconds"] = cv_elapsed
-        Path(args.json).write_text(json.dumps(payload, indent=1))
-        print(f"result written to {args.json}")
+        write_json(args.json, payload)
     return 0
 
 
@@ -254,130 +238,6 @@ def _cv_grid(surface) -> dict:
         grid[surface.shape_name] = surface.grid.shape
     return grid
 
-
-def _unique_messages(caught) -> list[str]:
-    seen = []
-    for warning in caught:
-        message = str(warning.message)
-        if message not in seen:
-            seen.append(message)
-    return seen
-
-
-def _select_report(surface, X, y, source: str, elapsed: float) -> str:
-    best, ev = surface.best, surface.evidence
-    fit = ev.fit
-    labels = np.asarray(y)
-    classes = fit.classes
-    counts = ", ".join(f"{c} (+1)" if i else f"{c} (-1)" for i, c in enumerate(classes))
-    accuracy = float(np.mean(fit.predict(X) == labels))
-    hyper = [("C", f"{best['C']:.4g}"), ("amplitude k0", f"{best['amplitude']:.4g}"),
-             ("offset k_b", f"{best['offset']:.4g}"), ("C k0", f"{best['C_k0']:.4g}")]
-    if surface.shape_name is not None:
-        hyper.insert(2, (surface.shape_name, f"{best[surface.shape_name]:.4g}"))
-    lines = [
-        f"data: {source}",
-        f"  {X.shape[0]} points, {X.shape[1]} features; classes {counts}; "
-        f"{int(np.sum(labels == classes[1]))} / {int(np.sum(labels == classes[0]))}",
-        "",
-        f"selected hyperparameters ({surface.kernel_name} kernel, by evidence: {_how(surface)})",
-        _table(hyper),
-        "",
-        f"evidence at the optimum: ln P(D) = {ev.total:.3f} +- {ev.total_se:.3f}",
-        ev.summary(),
-        "",
-        "training set",
-        _table([
-            ("accuracy", f"{accuracy:.4f}"),
-            ("support vectors", f"{fit.support.size} of {X.shape[0]}"),
-            ("marginal points", f"{ev.n_marginal}"),
-            *(_search_rows(surface) if surface.method == "search" else _grid_rows(surface)),
-            ("time", f"{elapsed:.1f} s"),
-        ]),
-    ]
-    return "\n".join(lines)
-
-
-def _how(selection) -> str:
-    if selection.method == "search":
-        return "quasi-Newton ascent; EP for ln Q(D), tempered SMC for ln N(D)"
-    return f"grid, {selection.approximation} / {selection.normalization}"
-
-
-def _search_rows(selection) -> list[tuple[str, str]]:
-    work, report = selection.summary_counts(), selection.report
-    checks = "passed" if report.trusted else "FAILED (see the warnings)"
-    return [
-        ("search", f"{work['starts']} starts, {work['evaluations']} evaluations, {work['ep_sweeps']} EP sweeps, "
-                   f"{work['factorizations']} factorisations, {work['anchors']} tempered-SMC anchors"),
-        ("search's ln N(D) at the answer", f"{report.search_log_normalization:.3f} (fresh tempered SMC: "
-                                           f"{report.reference_log_normalization:.3f} +- {report.reference_se:.3f})"),
-        ("checks at the answer", checks),
-        ("time per phase", f"search {work['seconds_search']:.1f} s, checks {work['seconds_check']:.1f} s"),
-    ]
-
-
-def _grid_rows(surface) -> list[tuple[str, str]]:
-    grid_points = int(np.prod(surface.grid.shape_of_surface))
-    return [
-        ("grid", f"{' x '.join(map(str, surface.grid.shape_of_surface))} = {grid_points} points "
-                 "(shape x k_b/k0 x C k0 x C)"),
-        ("grid extensions", ", ".join(f"{a} {s}" for a, s in surface.extensions) or "none"),
-        ("optimum on grid edge", ", ".join(surface.at_edge) or "no"),
-    ]
-
-
-def _held_out_report(surface, X_test, y_test) -> str:
-    """Scores of the selected model on held-out points: EP's posterior-averaged probabilities (as BayesianSVC)."""
-    from .metrics import brier_score, error_rate, expected_calibration_error, negative_log_likelihood
-    from .posterior import Posterior
-
-    fit = surface.evidence.fit
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        p = np.asarray(Posterior.from_fit(fit, "ep").predict_proba(X_test))
-    prediction = np.where(p >= 0.5, fit.classes[1], fit.classes[0])
-    rows = [
-        ("error", f"{error_rate(y_test, prediction):.4f}"),
-        ("negative log-likelihood", f"{negative_log_likelihood(y_test, p):.4f}"),
-        ("Brier score", f"{brier_score(y_test, p):.4f}"),
-        ("ECE (10 bins)", f"{expected_calibration_error(y_test, p):.4f}"),
-    ]
-    return "\n".join(["", f"held-out points ({len(y_test)}; EP posterior-averaged probabilities)", _table(rows)])
-
-
-def _cv_report(surface, cv_surface, elapsed: float, folds: int) -> str:
-    # the CV error at the grid cell nearest (in log coordinates) to the evidence choice
-    best = surface.best
-    nearest = []
-    for name, key in (("shape", surface.shape_name), ("offset_ratio", "offset_ratio"), ("C_k0", "C_k0")):
-        axis = getattr(cv_surface.grid, name)
-        value = best[key] if key is not None else axis[0]
-        nearest.append(int(np.argmin(np.abs(np.log(axis) - np.log(value)))) if key is not None else 0)
-    error_at_evidence = float(cv_surface.cv_error[(*nearest, 0)])
-    rows = [("CV choice: C k0", f"{cv_surface.best['C_k0']:.4g}")]
-    if surface.shape_name is not None:
-        rows.append((f"CV choice: {surface.shape_name}", f"{cv_surface.best[surface.shape_name]:.4g}"))
-    rows += [
-        ("CV choice: k_b / k0", f"{cv_surface.best['offset_ratio']:.4g}"),
-        (f"{folds}-fold CV error at CV choice", f"{-cv_surface.best_value:.4f}"),
-        (f"{folds}-fold CV error at evidence choice", f"{error_at_evidence:.4f} (nearest grid cell)"),
-        ("CV time", f"{elapsed:.1f} s"),
-    ]
-    return "\ncross-validation on the same grid (C and k0 enter only as C k0)\n" + _table(rows)
-
-
-def _save_plots(surface, path: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, (left, right) = plt.subplots(1, 2, figsize=(12.5, 4.6), layout="constrained")
-    surface.plot_curve(ax=left)
-    surface.plot_heatmap(ax=right)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
 
 
 # ---------------------------------------------------------------------------
@@ -391,11 +251,9 @@ def run_compare(args) -> int:
     X, y, source = _load_data(args, _COMPARE_DEMO_DATASET)
     kernel = None if args.length_scale is None else RBF(length_scale=args.length_scale, amplitude=args.amplitude, offset=args.offset)
     started = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with recorded_warnings() as caught:
         result = compare_calibration(X, y, kernel=kernel, C=args.C, n_splits=args.splits, random_state=args.seed)
-    for warning in _unique_messages(caught):
-        print(f"warning: {warning}", file=sys.stderr)
+    print_warnings(caught)
     print(f"{source}: {X.shape[0]} points, {X.shape[1]} features; {args.splits} stratified 70/30 splits "
           f"({time.perf_counter() - started:.1f} s)")
     print("hyperparameters: " + ("RBF with the median-distance length scale, amplitude 1, offset 1"
@@ -410,8 +268,7 @@ def run_compare(args) -> int:
         figure.savefig(args.plot, dpi=110)
         print(f"\nreliability diagram written to {args.plot}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"source": source, **result.to_dict()}, indent=1))
-        print(f"result written to {args.json}")
+        write_json(args.json, {"source": source, **result.to_dict()})
     return 0
 
 

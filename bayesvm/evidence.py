@@ -1,48 +1,41 @@
-"""The evidence of an SVM's hyperparameters, ln P(D | C, K) = ln Q(D) - ln N(D).
+"""The evidence of an SVM's hyperparameters at one point, ln P(D | C, K) = ln Q(D) - ln N(D).
 
-ln Q(D) (the naive evidence) comes from an approximation of the GP integral
-of the unnormalised likelihood; ln N(D) from an estimator of the
-normalisation factor (theory: "Why C and k0 need the evidence" and "The
-normalisation factor"). :func:`log_evidence` fits the MAP
-SVM, computes both and returns an :class:`Evidence` with every term, the
-standard errors of the sampled parts, and the fit itself.
-
-Approximations of ln Q(D):
-
-* ``"laplace"``: Sollich's Laplace-style form around the MAP solution
-  (:mod:`bayesvm.laplace`), the original method; far too optimistic where
-  most points are marginal (theory: "Where the Laplace form breaks").
-* ``"ep"``: expectation propagation (:func:`bayesvm.ep.ep_log_evidence`).
-* ``"sampled"``: annealed tempered SMC from the prior to the posterior
-  (:func:`bayesvm.annealing.annealed_log_naive_evidence`), with a standard
-  error: the reference the other two are checked against.
+The one-cell entry points into :mod:`bayesvm.approximations` (the
+estimators and their names are described there): :func:`log_evidence` fits
+the MAP SVM, computes ln Q(D) and ln N(D) and returns an :class:`Evidence`
+with every term, the standard errors of the sampled parts and the fit;
+:func:`naive_evidence` and :func:`log_normalization` compute one part
+(theory: "Why C and k0 need the evidence" and "The normalisation factor").
 """
 
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
-from typing import NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
 
-from . import _linalg
 from ._precision import float64, numpy_leaves
-from .annealing import annealed_log_naive_evidence
-from .ep import ep_log_evidence
+from ._validation import check_inputs, check_kernel, check_positive
+from .approximations import (
+    NAIVE_ESTIMATORS,
+    NORMALIZATION_ESTIMATORS,
+    STAND_IN_ESTIMATORS,
+    Cells,
+    Estimate,
+    naive_estimator,
+    normalization_estimator,
+)
 from .kernels import Kernel, gram_matrix
-from .laplace import DETERMINANTS, LaplaceFactor, NaiveEvidenceTerms, laplace_factor, laplace_log_naive_evidence
-from .normalization import TRAINING_INPUT_METHODS, NormalizationEstimate, log_normalization, normalization_inputs
+from .laplace import DETERMINANTS, NaiveEvidenceTerms
+from .normalization import normalization_inputs
 from .posterior import Posterior
 from .solver import MapSVM, fit_map
 
-__all__ = ["APPROXIMATIONS", "Evidence", "NaiveEvidence", "log_evidence", "log_naive_evidence", "naive_evidence"]
+__all__ = ["Evidence", "log_evidence", "log_normalization", "log_naive_evidence", "naive_evidence"]
 
-APPROXIMATIONS = ("laplace", "ep", "sampled")
-#: EP runs for the evidence stop once ln Z changes by less than this (nats) three times in a row
-_EP_LOG_Z_TOL = 1e-6
 #: Laplace-style evidence is flagged when more than this share of the points is marginal. Measured
 #: (evidence-accuracy study of the documentation, 72 points on six data sets at n = 80): above 7.5% every
 #: Laplace value was more than 5 nats above the sampled reference; its error was about
@@ -70,9 +63,8 @@ class Evidence:
     n_marginal : size of the marginal set at the MAP solution.
     approximation, determinant : how ln Q(D) was computed.
     fit : the MAP SVM.
-    naive_converged : EP for ln Q(D) converged (always True for the other approximations).
-    posterior : Sollich's Gaussian posterior around the fit, built on first
-        use; it reuses the Laplace factor of the evidence when there is one.
+    naive_converged : the ln Q(D) estimate is trusted (EP converged; finite).
+    posterior : Sollich's Gaussian posterior around the fit, built on first use.
     """
 
     total: float
@@ -89,7 +81,6 @@ class Evidence:
     normalization: str
     fit: MapSVM
     naive_converged: bool = True
-    _factor: LaplaceFactor | None = field(default=None, repr=False, compare=False)
 
     def __getstate__(self):
         # JAX arrays would unpickle in the precision of the moment (float32 with the flag off): store NumPy
@@ -97,9 +88,7 @@ class Evidence:
 
     @cached_property
     def posterior(self) -> Posterior:
-        if self._factor is None:
-            return Posterior.from_fit(self.fit)
-        return Posterior(fit=self.fit, factor=self._factor)
+        return Posterior.from_fit(self.fit)
 
     @property
     def n(self) -> int:
@@ -126,51 +115,97 @@ class Evidence:
         return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
 
 
-class NaiveEvidence(NamedTuple):
-    """ln Q(D) by one approximation: value, standard error (0 unless sampled),
-    the Laplace terms and factor (None for the other approximations)."""
-
-    value: float
-    se: float
-    terms: NaiveEvidenceTerms | None
-    factor: LaplaceFactor | None
-    converged: bool = True
-
-
-def _laplace_naive_evidence(fit: MapSVM, determinant: str) -> tuple[NaiveEvidenceTerms, LaplaceFactor]:
-    if determinant not in DETERMINANTS:
-        raise ValueError(f"determinant must be one of {DETERMINANTS}; got {determinant!r}")
-    K = gram_matrix(fit.kernel, jnp.asarray(fit.X))
-    size = _linalg.buffer_size(int(fit.marginal.sum()), fit.X.shape[0])
-    factor = laplace_factor(K, fit.solution, fit.C, size)
-    terms = laplace_log_naive_evidence(K, jnp.asarray(fit.y), fit.C, fit.solution, factor, determinant)
-    return NaiveEvidenceTerms(*(np.asarray(t) for t in terms)), factor
-
-
-@float64
-def log_naive_evidence(fit: MapSVM, *, determinant: str = "regularized") -> NaiveEvidenceTerms:
-    """Sollich's Laplace-style ln Q(D) for a fitted MAP SVM (see :mod:`bayesvm.laplace`)."""
-    return _laplace_naive_evidence(fit, determinant)[0]
+def _one_cell(fit: MapSVM, y=None) -> Cells:
+    """The fit's hyperparameters as one cell on its training inputs."""
+    kernel = fit.kernel
+    base = gram_matrix(kernel.replace(amplitude=1.0, offset=0.0), jnp.asarray(fit.X))
+    amplitude = float(kernel.amplitude)
+    return Cells.at(base, float(kernel.offset) / amplitude, amplitude, fit.C, y=y)
 
 
 @float64
 def naive_evidence(
-    fit: MapSVM, approximation: str = "laplace", *, determinant: str = "regularized", random_state=0
-) -> NaiveEvidence:
-    """ln Q(D) for a fitted MAP SVM by the named approximation."""
-    if approximation not in APPROXIMATIONS:
-        raise ValueError(f"approximation must be one of {APPROXIMATIONS}; got {approximation!r}")
-    if approximation == "laplace":
-        terms, factor = _laplace_naive_evidence(fit, determinant)
-        return NaiveEvidence(float(terms.value), 0.0, terms, factor)
-    K = gram_matrix(fit.kernel, jnp.asarray(fit.X))
-    if approximation == "ep":
-        result = ep_log_evidence(K, jnp.asarray(fit.y), fit.C, log_z_tol=_EP_LOG_Z_TOL)
-        if not bool(result.converged):
-            warnings.warn("EP for ln Q(D) did not converge; the value is unreliable", RuntimeWarning, stacklevel=3)
-        return NaiveEvidence(float(result.log_z), 0.0, None, None, bool(result.converged))
-    result = annealed_log_naive_evidence(K, fit.y, fit.C, key=random_state)
-    return NaiveEvidence(float(result.value), float(result.se), None, None)
+    fit: MapSVM, approximation: str = "ep", *, determinant: str = "regularized", random_state=0
+) -> Estimate:
+    """ln Q(D) at a fitted MAP SVM's hyperparameters by the named approximation (one cell of
+    :mod:`bayesvm.approximations`); the Laplace terms are in ``diagnostics["terms"]``."""
+    estimator = naive_estimator(approximation, determinant=determinant, key=random_state)
+    estimate = estimator(_one_cell(fit, y=fit.y)).at(0)
+    if approximation == "ep" and not estimate.trusted:
+        warnings.warn("EP for ln Q(D) did not converge; the value is unreliable", RuntimeWarning, stacklevel=3)
+    return estimate
+
+
+@float64
+def log_naive_evidence(fit: MapSVM, *, determinant: str = "regularized") -> NaiveEvidenceTerms:
+    """Sollich's Laplace-style ln Q(D) for a fitted MAP SVM, term by term (see :mod:`bayesvm.laplace`)."""
+    return NaiveEvidenceTerms(**naive_evidence(fit, "laplace", determinant=determinant).diagnostics["terms"])
+
+
+@float64
+def log_normalization(
+    *,
+    kernel: Kernel,
+    C: float,
+    n: int,
+    inputs,
+    method: str = "annealed",
+    n_samples: int = 2000,
+    max_inputs: int = 500,
+    random_state=0,
+) -> Estimate:
+    """ln N(D) for n training points; ``method`` names both the integral and the estimator.
+
+    Over the n training inputs (``inputs`` must be those n points; theory:
+    "The single-draw identity"), ln N(D) ~= ln E_theta[prod_i nu(theta(x_i))]:
+    ``"annealed"`` (default: tempered SMC, the reference estimator) or ``"ep"``
+    (deterministic, but tens of nats low where the latents are strongly
+    correlated; theory: "Expectation propagation").
+
+    Over M stand-in inputs (``inputs`` subsampled to ``max_inputs``; theory:
+    "The normalisation factor"), ln N(D) ~= ln E_theta[(mean_j nu(theta(x_j)))^n]:
+    ``"annealed-stand-in"`` (tempered SMC) or ``"prior"`` (plain sampling
+    with ``n_samples`` draws, biased low by many nats at realistic n).
+
+    Returns the :class:`~bayesvm.approximations.Estimate` of the one cell
+    (value, se, trusted, diagnostics such as the effective sample size
+    ``"ess"``); warns when it is not to be trusted. ``random_state`` seeds the
+    sampling estimators (fix it for common random numbers across hyperparameters).
+    """
+    if method not in NORMALIZATION_ESTIMATORS:
+        raise ValueError(f"method must be one of {tuple(NORMALIZATION_ESTIMATORS)}; got {method!r}")
+    kernel = check_kernel(kernel)
+    C = check_positive(C, "C")
+    if isinstance(n, bool) or int(n) != n or n < 1:
+        raise ValueError(f"n must be a positive integer (the number of training points); got {n!r}")
+    estimator = normalization_estimator(method, key=random_state, n_samples=int(check_positive(n_samples, "n_samples")))
+    inputs = check_inputs(inputs, name="inputs")
+    if method in STAND_IN_ESTIMATORS:
+        inputs = normalization_inputs(inputs, "training", max_inputs=max_inputs, random_state=random_state)
+    elif inputs.shape[0] != n:
+        raise ValueError(
+            f"method={method!r} integrates over the n training inputs: n = {n} but inputs has "
+            f"{inputs.shape[0]} rows (use 'annealed-stand-in' for stand-in inputs)"
+        )
+    base = gram_matrix(kernel.replace(amplitude=1.0, offset=0.0), jnp.asarray(inputs))
+    amplitude = float(kernel.amplitude)
+    estimate = estimator(Cells.at(base, float(kernel.offset) / amplitude, amplitude, C, n=int(n))).at(0)
+    if not estimate.trusted:
+        warnings.warn(_UNTRUSTED_NORMALIZATION[method].format(**estimate.diagnostics), RuntimeWarning, stacklevel=3)
+    return estimate
+
+
+#: what an untrusted ln N(D) means, by estimator
+_UNTRUSTED_NORMALIZATION = {
+    "annealed": "the tempered-SMC runs for ln N(D) disagree (effective number of runs {ess:.1f} of {n_runs}): the "
+                "value is biased low and its standard error unreliable",
+    "annealed-stand-in": "the tempered-SMC runs for ln N(D) disagree (effective number of runs {ess:.1f} of "
+                         "{n_runs}): the value is biased low and its standard error unreliable",
+    "ep": "EP for ln N(D) did not converge; the value is unreliable",
+    "prior": "ln N(D) by plain prior sampling rests on {ess:.1f} effective draws of {n_samples}: the estimate is "
+             "likely biased low by several nats and its standard error is unreliable (the mean of N(theta)^n is "
+             "carried by rare draws that a finite sample usually misses). Use more samples or an annealed estimator.",
+}
 
 
 @float64
@@ -200,59 +235,50 @@ def log_evidence(
         ``"sampled"`` (see the module docstring).
     determinant : for ``"laplace"``: ``"regularized"`` det(I + L_m K_m)
         (default) or ``"raw"`` det(L_m K_m).
-    normalization : estimator of ln N(D) (see
-        :func:`bayesvm.normalization.log_normalization`): ``"annealed"``
-        (default: tempered SMC over the n training inputs, the estimator the
-        selection and :class:`~bayesvm.BayesianSVC` report), ``"ep"`` (over the
-        training inputs; fast, but tens of nats low where the latents are
-        strongly correlated), ``"annealed-stand-in"`` or ``"prior"`` (over
-        stand-in inputs; ``"prior"`` is biased low at realistic n).
+    normalization : estimator of ln N(D) (see :func:`log_normalization`):
+        ``"annealed"`` (default: tempered SMC over the n training inputs, the
+        estimator the selection and :class:`~bayesvm.BayesianSVC` report),
+        ``"ep"`` (over the training inputs; fast, but tens of nats low where
+        the latents are strongly correlated), ``"annealed-stand-in"`` or
+        ``"prior"`` (over stand-in inputs; ``"prior"`` is biased low at realistic n).
     normalization_inputs_from : for the stand-in methods, the inputs standing
         in for Q(x): ``"training"``, ``"gaussian"``, ``"box"`` or an array (see
         :func:`bayesvm.normalization.normalization_inputs`).
     n_samples, max_inputs, random_state : of the sampling estimators.
     """
-    if approximation not in APPROXIMATIONS:
-        raise ValueError(f"approximation must be one of {APPROXIMATIONS}; got {approximation!r}")
+    if approximation not in NAIVE_ESTIMATORS:
+        raise ValueError(f"approximation must be one of {tuple(NAIVE_ESTIMATORS)}; got {approximation!r}")
+    if normalization not in NORMALIZATION_ESTIMATORS:
+        raise ValueError(f"normalization must be one of {tuple(NORMALIZATION_ESTIMATORS)}; got {normalization!r}")
     if determinant not in DETERMINANTS:
         raise ValueError(f"determinant must be one of {DETERMINANTS}; got {determinant!r}")
     fit = fit_map(X, y, C=C, kernel=kernel)
-    naive, naive_se, terms, factor, converged = naive_evidence(
-        fit, approximation, determinant=determinant, random_state=random_state
-    )
-    if normalization in TRAINING_INPUT_METHODS:
-        inputs = fit.X
-    else:
+    naive = naive_evidence(fit, approximation, determinant=determinant, random_state=random_state)
+    inputs = fit.X
+    if normalization in STAND_IN_ESTIMATORS:
         inputs = normalization_inputs(fit.X, normalization_inputs_from, max_inputs=max_inputs, random_state=random_state)
-    norm: NormalizationEstimate = log_normalization(
-        kernel=fit.kernel,
-        C=fit.C,
-        n=fit.X.shape[0],
-        inputs=inputs,
-        method=normalization,
-        n_samples=n_samples,
-        max_inputs=max_inputs,
-        random_state=random_state,
-    )
+    norm = log_normalization(kernel=fit.kernel, C=fit.C, n=fit.X.shape[0], inputs=inputs, method=normalization,
+                             n_samples=n_samples, max_inputs=max_inputs, random_state=random_state)
     n_marginal = int(fit.marginal.sum())
+    terms = naive.diagnostics.get("terms")
+    terms = None if terms is None else NaiveEvidenceTerms(**{k: np.asarray(v) for k, v in terms.items()})
     if approximation == "laplace":
         _warn_outside_range(terms, n_marginal, fit.X.shape[0], determinant)
     return Evidence(
-        total=naive - float(norm.value),
-        total_se=float(np.hypot(naive_se, float(norm.se))),
-        naive=naive,
-        naive_se=naive_se,
+        total=naive.value - norm.value,
+        total_se=float(np.hypot(naive.se, norm.se)),
+        naive=naive.value,
+        naive_se=naive.se,
         terms=terms,
-        log_normalization=float(norm.value),
-        log_normalization_se=float(norm.se),
-        normalization_ess=float(norm.ess),
+        log_normalization=norm.value,
+        log_normalization_se=norm.se,
+        normalization_ess=float(norm.diagnostics.get("ess", np.inf)),
         n_marginal=n_marginal,
         approximation=approximation,
         determinant=determinant,
         normalization=normalization,
         fit=fit,
-        naive_converged=converged,
-        _factor=factor,
+        naive_converged=naive.trusted,
     )
 
 

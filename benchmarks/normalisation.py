@@ -40,7 +40,7 @@ from bayesvm.annealing import (
     prior_factor,
 )
 from bayesvm.kernels import RBF
-from bayesvm.normalization import log_normalization
+from bayesvm.evidence import log_normalization
 
 KERNEL = RBF(length_scale=0.2, amplitude=1.0, offset=1.0)
 C = 2.0

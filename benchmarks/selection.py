@@ -138,7 +138,7 @@ from bayesvm.datasets import load_dataset  # noqa: E402
 from bayesvm.hyperparameters import COORDINATES, SearchSpace, coordinates_of  # noqa: E402
 from bayesvm.kernels import make_kernel  # noqa: E402
 from bayesvm.metrics import brier_score, error_rate, expected_calibration_error, negative_log_likelihood  # noqa: E402
-from bayesvm.selection import default_grid  # noqa: E402
+from bayesvm.grid import default_grid  # noqa: E402
 
 _IMPORT_SECONDS = time.perf_counter() - _T_START
 

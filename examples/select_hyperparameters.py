@@ -56,9 +56,9 @@ from sklearn.model_selection import train_test_split  # noqa: E402
 
 import bayesvm  # noqa: E402
 from bayesvm.datasets import load_dataset  # noqa: E402
-from bayesvm.evidence import APPROXIMATIONS  # noqa: E402
+from bayesvm.approximations import NAIVE_ESTIMATORS  # noqa: E402
 from bayesvm.plotting import save_figure  # noqa: E402
-from bayesvm.selection import NORMALIZATIONS  # noqa: E402
+from bayesvm.selection import GRID_NORMALIZATIONS, GridEstimators, GridOptions  # noqa: E402
 
 DATASET = "breast_cancer"
 TEST_SIZE = 0.3
@@ -82,9 +82,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent, help="folder for the PNG")
     parser.add_argument("--quick", action="store_true", help="small problem, for CI (also BAYESVM_QUICK=1)")
-    parser.add_argument("--approximation", choices=APPROXIMATIONS, default=None,
+    parser.add_argument("--approximation", choices=tuple(NAIVE_ESTIMATORS), default=None,
                         help="ln Q(D) approximation (default: the package default of select_hyperparameters)")
-    parser.add_argument("--normalization", choices=NORMALIZATIONS, default=None,
+    parser.add_argument("--normalization", choices=GRID_NORMALIZATIONS, default=None,
                         help="ln N(D) estimator (default: the package default of select_hyperparameters)")
     parser.add_argument("--max-extensions", type=int, default=0,
                         help="times the evidence grid may be widened where its optimum is on an edge (default 0: "
@@ -113,17 +113,18 @@ def timed_selection(X, y, grid, method: str, args):
     """select_hyperparameters (package defaults unless overridden); returns (surface, seconds, warning messages)."""
     # full mode: one round of the local refinement (the package default is two; each round evaluates
     # up to 27 cells around the optimum, which is most of this run's time)
-    options = (dict(refine=False, max_extensions=0, cv=3) if args.quick
-               else dict(max_extensions=args.max_extensions, refine_rounds=1))
+    options = dict(cv=3) if args.quick else {}
+    if method == "grid":
+        options["options"] = (GridOptions(refine=False, max_extensions=0) if args.quick
+                              else GridOptions(max_extensions=args.max_extensions, refine_rounds=1))
+        options["estimators"] = GridEstimators(**{name: getattr(args, name) for name in ("approximation", "normalization")
+                                                  if getattr(args, name) is not None})
     started = time.perf_counter()
 
     def progress(done: int, total: int) -> None:
         if method == "grid":  # one step per length scale of the grid (or of a grid extension)
             print(f"  evidence: step {done} of {total} ({time.perf_counter() - started:.0f} s)", flush=True)
 
-    if method == "grid":
-        options.update({name: getattr(args, name) for name in ("approximation", "normalization")
-                        if getattr(args, name) is not None})
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         surface = bayesvm.select_hyperparameters(X, y, kernel="rbf", grid=grid, method=method, progress=progress,

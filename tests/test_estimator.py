@@ -14,7 +14,7 @@ from bayesvm.estimator import BayesianSVC
 from bayesvm.evidence import log_evidence
 from bayesvm.kernels import RBF
 from bayesvm.posterior import Posterior
-from bayesvm.selection import GridEdgeWarning
+from bayesvm.grid import GridEdgeWarning
 from bayesvm.solver import fit_map
 
 FIXED = dict(C=1.0, amplitude=2.0, length_scale=1.0, offset=1.0)

@@ -1,0 +1,179 @@
+"""Output of the ``bayesvm`` command: text tables, reports, warnings, progress bars, figures and JSON files."""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+
+def table(rows: list[tuple[str, str]]) -> str:
+    """Two aligned columns (name, value), indented by two spaces."""
+    width = max(len(name) for name, _ in rows)
+    return "\n".join(f"  {name:<{width}}  {value}" for name, value in rows)
+
+
+class ProgressBar:
+    """A plain-text progress bar on stderr for grids of more than one block."""
+
+    def __init__(self, label: str, stream=sys.stderr, width: int = 30):
+        self.label, self.stream, self.width = label, stream, width
+
+    def __call__(self, done: int, total: int) -> None:
+        if total <= 1:
+            return
+        filled = int(self.width * done / total)
+        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (self.width - filled)}] {done}/{total}")
+        if done == total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+@contextmanager
+def recorded_warnings() -> Iterator[list[warnings.WarningMessage]]:
+    """Record every warning raised inside the block (none is shown): print them later with :func:`print_warnings`."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield caught
+
+
+def print_warnings(caught) -> None:
+    """Each distinct warning message once, on stderr, in the order first raised."""
+    seen = []
+    for warning in caught:
+        message = str(warning.message)
+        if message not in seen:
+            seen.append(message)
+    for message in seen:
+        print(f"warning: {message}", file=sys.stderr)
+
+
+def write_json(path: str, payload: dict) -> None:
+    """Write ``payload`` as JSON to ``path`` and say so."""
+    Path(path).write_text(json.dumps(payload, indent=1))
+    print(f"result written to {path}")
+
+
+def select_report(surface, X, y, source: str, elapsed: float) -> str:
+    """The data, the selected hyperparameters, the evidence at the optimum and a training-set summary."""
+    best, ev = surface.best, surface.evidence
+    fit = ev.fit
+    labels = np.asarray(y)
+    classes = fit.classes
+    counts = ", ".join(f"{c} (+1)" if i else f"{c} (-1)" for i, c in enumerate(classes))
+    accuracy = float(np.mean(fit.predict(X) == labels))
+    hyper = [("C", f"{best['C']:.4g}"), ("amplitude k0", f"{best['amplitude']:.4g}"),
+             ("offset k_b", f"{best['offset']:.4g}"), ("C k0", f"{best['C_k0']:.4g}")]
+    if surface.shape_name is not None:
+        hyper.insert(2, (surface.shape_name, f"{best[surface.shape_name]:.4g}"))
+    lines = [
+        f"data: {source}",
+        f"  {X.shape[0]} points, {X.shape[1]} features; classes {counts}; "
+        f"{int(np.sum(labels == classes[1]))} / {int(np.sum(labels == classes[0]))}",
+        "",
+        f"selected hyperparameters ({surface.kernel_name} kernel, by evidence: {_how_selected(surface)})",
+        table(hyper),
+        "",
+        f"evidence at the optimum: ln P(D) = {ev.total:.3f} +- {ev.total_se:.3f}",
+        ev.summary(),
+        "",
+        "training set",
+        table([
+            ("accuracy", f"{accuracy:.4f}"),
+            ("support vectors", f"{fit.support.size} of {X.shape[0]}"),
+            ("marginal points", f"{ev.n_marginal}"),
+            *(_search_rows(surface) if surface.method == "search" else _grid_rows(surface)),
+            ("time", f"{elapsed:.1f} s"),
+        ]),
+    ]
+    return "\n".join(lines)
+
+
+def _how_selected(selection) -> str:
+    """How the evidence was maximised and computed."""
+    if selection.method == "search":
+        return "quasi-Newton ascent; EP for ln Q(D), tempered SMC for ln N(D)"
+    return f"grid, {selection.approximation} / {selection.normalization}"
+
+
+def _search_rows(selection) -> list[tuple[str, str]]:
+    work, report = selection.summary_counts(), selection.report
+    checks = "passed" if report.trusted else "FAILED (see the warnings)"
+    return [
+        ("search", f"{work['starts']} starts, {work['evaluations']} evaluations, {work['ep_sweeps']} EP sweeps, "
+                   f"{work['factorizations']} factorisations, {work['anchors']} tempered-SMC anchors"),
+        ("search's ln N(D) at the answer", f"{report.search_log_normalization:.3f} (fresh tempered SMC: "
+                                           f"{report.reference_log_normalization:.3f} +- {report.reference_se:.3f})"),
+        ("checks at the answer", checks),
+        ("time per phase", f"search {work['seconds_search']:.1f} s, checks {work['seconds_check']:.1f} s"),
+    ]
+
+
+def _grid_rows(surface) -> list[tuple[str, str]]:
+    grid_points = int(np.prod(surface.grid.shape_of_surface))
+    return [
+        ("grid", f"{' x '.join(map(str, surface.grid.shape_of_surface))} = {grid_points} points "
+                 "(shape x k_b/k0 x C k0 x C)"),
+        ("grid extensions", ", ".join(f"{a} {s}" for a, s in surface.extensions) or "none"),
+        ("optimum on grid edge", ", ".join(surface.at_edge) or "no"),
+    ]
+
+
+def held_out_report(surface, X_test, y_test) -> str:
+    """Scores of the selected model on held-out points: EP's posterior-averaged probabilities (as BayesianSVC)."""
+    from .metrics import brier_score, error_rate, expected_calibration_error, negative_log_likelihood
+    from .posterior import Posterior
+
+    fit = surface.evidence.fit
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        p = np.asarray(Posterior.from_fit(fit, "ep").predict_proba(X_test))
+    prediction = np.where(p >= 0.5, fit.classes[1], fit.classes[0])
+    rows = [
+        ("error", f"{error_rate(y_test, prediction):.4f}"),
+        ("negative log-likelihood", f"{negative_log_likelihood(y_test, p):.4f}"),
+        ("Brier score", f"{brier_score(y_test, p):.4f}"),
+        ("ECE (10 bins)", f"{expected_calibration_error(y_test, p):.4f}"),
+    ]
+    return "\n".join(["", f"held-out points ({len(y_test)}; EP posterior-averaged probabilities)", table(rows)])
+
+
+def cv_report(surface, cv_surface, elapsed: float, folds: int) -> str:
+    """The CV choice and the CV error at it and at the evidence choice (its nearest grid cell, in log coordinates)."""
+    best = surface.best
+    nearest = []
+    for name, key in (("shape", surface.shape_name), ("offset_ratio", "offset_ratio"), ("C_k0", "C_k0")):
+        axis = getattr(cv_surface.grid, name)
+        value = best[key] if key is not None else axis[0]
+        nearest.append(int(np.argmin(np.abs(np.log(axis) - np.log(value)))) if key is not None else 0)
+    error_at_evidence = float(cv_surface.cv_error[(*nearest, 0)])
+    rows = [("CV choice: C k0", f"{cv_surface.best['C_k0']:.4g}")]
+    if surface.shape_name is not None:
+        rows.append((f"CV choice: {surface.shape_name}", f"{cv_surface.best[surface.shape_name]:.4g}"))
+    rows += [
+        ("CV choice: k_b / k0", f"{cv_surface.best['offset_ratio']:.4g}"),
+        (f"{folds}-fold CV error at CV choice", f"{-cv_surface.best_value:.4f}"),
+        (f"{folds}-fold CV error at evidence choice", f"{error_at_evidence:.4f} (nearest grid cell)"),
+        ("CV time", f"{elapsed:.1f} s"),
+    ]
+    return "\ncross-validation on the same grid (C and k0 enter only as C k0)\n" + table(rows)
+
+
+def save_surface_figures(surface, path: str) -> None:
+    """The evidence curve and heat map of a grid selection, side by side, written to ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (left, right) = plt.subplots(1, 2, figsize=(12.5, 4.6), layout="constrained")
+    surface.plot_curve(ax=left)
+    surface.plot_heatmap(ax=right)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
