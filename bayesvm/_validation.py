@@ -103,6 +103,13 @@ def check_positive(value, name: str) -> float:
     return value
 
 
+def check_count(value, name: str, minimum: int = 1) -> int:
+    """An integer (not a bool) >= ``minimum``, as a Python int."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    return int(value)
+
+
 def check_kernel(kernel) -> Kernel:
     """A kernel instance with hyperparameters in range."""
     if not isinstance(kernel, Kernel):

@@ -43,7 +43,7 @@ from sklearn.svm import SVC
 
 from . import metrics
 from ._precision import float64
-from ._validation import check_inputs, check_kernel, check_labels, check_positive
+from ._validation import check_count, check_inputs, check_kernel, check_labels, check_positive
 from .calibration import (
     BetaScaler,
     HistogramBinningScaler,
@@ -203,10 +203,25 @@ def _check_method_names(methods: Sequence[str] | None) -> tuple[str, ...]:
     return tuple(m for m in METHODS if m in chosen)
 
 
-def _check_count(value, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
-    return int(value)
+def _check_fixed_or_select(kernel, C, select) -> tuple[Kernel | None, float | None]:
+    """Checked fixed ``kernel`` and ``C`` (None: the defaults), which a ``select`` callable excludes."""
+    if select is not None and (kernel is not None or C is not None):
+        raise ValueError("give either select or fixed kernel/C, not both")
+    if select is not None and not callable(select):
+        raise ValueError(f"select must be a callable (X_train, y_train) -> (kernel, C); got {type(select).__name__}")
+    return (None if kernel is None else check_kernel(kernel)), (None if C is None else check_positive(C, "C"))
+
+
+def _check_split_sizes(y_pm: np.ndarray, test_size, cv_folds: int, methods: tuple[str, ...]) -> None:
+    """``test_size`` is a fraction and every training part has enough of each class for its folds."""
+    if isinstance(test_size, bool) or not isinstance(test_size, (float, np.floating)) or not 0.0 < test_size < 1.0:
+        raise ValueError(f"test_size must be a fraction strictly between 0 and 1; got {test_size!r}")
+    smallest = int(min(np.sum(y_pm > 0), np.sum(y_pm < 0)))
+    if round(smallest * (1.0 - test_size)) < max(cv_folds, 5 if "sklearn_svc_sigmoid" in methods else 0):
+        raise ValueError(
+            f"the smaller class has {smallest} samples, too few for test_size={test_size} and "
+            f"cv_folds={cv_folds} folds (each training part needs at least that many of each class)"
+        )
 
 
 def _split_hyperparameters(
@@ -258,15 +273,44 @@ class SplitResult:
     gpc_kernel: str | None
 
 
-def _score(y: np.ndarray, p: np.ndarray, metric: str, n_bins: int) -> float:
-    """One metric of :mod:`bayesvm.metrics` (ECE with ``n_bins`` equal-width bins)."""
+def _compare_on_split(
+    X, y_pm, train, test, kernel: Kernel, C: float, methods: tuple[str, ...], cv_folds: int, random_state,
+    gpc_start: gp_kernels.Kernel | None,
+) -> tuple[SplitResult, gp_kernels.Kernel | None]:
+    """Test probabilities of every method on one split, and the GP classifier's kernel to start the next from."""
+    X_train, y_train, X_test = X[train], y_pm[train], X[test]
+    probabilities: dict[str, np.ndarray] = {}
+    if any(m in _BAYES or m in _SCALERS for m in methods):
+        fit = fit_map(X_train, y_train, C=C, kernel=kernel)
+        probabilities.update(_svm_probabilities(fit, X_train, y_train, X_test, methods, cv_folds, random_state))
+    gpc_fitted = None
+    if "gpc" in methods:
+        start = _gpc_kernel(kernel, X_train) if gpc_start is None else gpc_start
+        gpc = GaussianProcessClassifier(start, random_state=random_state).fit(X_train, y_train)
+        gpc_start, gpc_fitted = gpc.kernel_, repr(gpc.kernel_)
+        probabilities["gpc"] = gpc.predict_proba(X_test)[:, 1]
+    if "sklearn_svc_sigmoid" in methods:
+        reference = CalibratedClassifierCV(SVC(), ensemble=False).fit(X_train, y_train)
+        probabilities["sklearn_svc_sigmoid"] = reference.predict_proba(X_test)[:, 1]
+    result = SplitResult(
+        train_index=train, test_index=test, y_test=y_pm[test], kernel=kernel, C=float(C),
+        probabilities={m: np.asarray(probabilities[m], dtype=np.float64) for m in methods},
+        gpc_kernel=gpc_fitted,
+    )
+    return result, gpc_start
+
+
+def _split_scores(splits: list[SplitResult], methods: tuple[str, ...], n_bins: int) -> dict[str, np.ndarray]:
+    """metric -> scores (:mod:`bayesvm.metrics`; ECE with ``n_bins`` equal-width bins), shape (n_methods, n_splits)."""
     scorers = {
         "nll": metrics.negative_log_likelihood,
         "brier": metrics.brier_score,
         "ece": lambda y, p: metrics.expected_calibration_error(y, p, n_bins=n_bins),
         "error": metrics.error_rate,
     }
-    return scorers[metric](y, p)
+    return {
+        k: np.array([[scorers[k](s.y_test, s.probabilities[m]) for s in splits] for m in methods]) for k in METRICS
+    }
 
 
 def _kernel_dict(kernel: Kernel) -> dict[str, object]:
@@ -415,58 +459,25 @@ def compare_calibration(
     """
     X = check_inputs(X)
     y_pm, classes = check_labels(y, X.shape[0])
-    if select is not None and (kernel is not None or C is not None):
-        raise ValueError("give either select or fixed kernel/C, not both")
-    if select is not None and not callable(select):
-        raise ValueError(f"select must be a callable (X_train, y_train) -> (kernel, C); got {type(select).__name__}")
-    if kernel is not None:
-        kernel = check_kernel(kernel)
-    if C is not None:
-        C = check_positive(C, "C")
+    kernel, C = _check_fixed_or_select(kernel, C, select)
     chosen = _check_method_names(methods)
-    n_splits = _check_count(n_splits, "n_splits", 1)
-    cv_folds = _check_count(cv_folds, "cv_folds", 2)
-    n_bins = _check_count(n_bins, "n_bins", 1)
-    if isinstance(test_size, bool) or not isinstance(test_size, (float, np.floating)) or not 0.0 < test_size < 1.0:
-        raise ValueError(f"test_size must be a fraction strictly between 0 and 1; got {test_size!r}")
-    smallest = int(min(np.sum(y_pm > 0), np.sum(y_pm < 0)))
-    if round(smallest * (1.0 - test_size)) < max(cv_folds, 5 if "sklearn_svc_sigmoid" in chosen else 0):
-        raise ValueError(
-            f"the smaller class has {smallest} samples, too few for test_size={test_size} and "
-            f"cv_folds={cv_folds} folds (each training part needs at least that many of each class)"
-        )
+    n_splits = check_count(n_splits, "n_splits", 1)
+    cv_folds = check_count(cv_folds, "cv_folds", 2)
+    n_bins = check_count(n_bins, "n_bins", 1)
+    _check_split_sizes(y_pm, test_size, cv_folds, chosen)
 
     splitter = StratifiedShuffleSplit(n_splits=n_splits, test_size=test_size, random_state=random_state)
     gpc_start: gp_kernels.Kernel | None = None
     results = []
     for train, test in splitter.split(X, y_pm):
-        X_train, y_train, X_test = X[train], y_pm[train], X[test]
-        split_kernel, split_C = _split_hyperparameters(X_train, y_train, kernel, C, select)
-        probabilities: dict[str, np.ndarray] = {}
-        if any(m in _BAYES or m in _SCALERS for m in chosen):
-            fit = fit_map(X_train, y_train, C=split_C, kernel=split_kernel)
-            probabilities.update(_svm_probabilities(fit, X_train, y_train, X_test, chosen, cv_folds, random_state))
-        gpc_fitted = None
-        if "gpc" in chosen:
-            start = _gpc_kernel(split_kernel, X_train) if gpc_start is None else gpc_start
-            gpc = GaussianProcessClassifier(start, random_state=random_state).fit(X_train, y_train)
-            gpc_start, gpc_fitted = gpc.kernel_, repr(gpc.kernel_)
-            probabilities["gpc"] = gpc.predict_proba(X_test)[:, 1]
-        if "sklearn_svc_sigmoid" in chosen:
-            reference = CalibratedClassifierCV(SVC(), ensemble=False).fit(X_train, y_train)
-            probabilities["sklearn_svc_sigmoid"] = reference.predict_proba(X_test)[:, 1]
-        results.append(SplitResult(
-            train_index=train, test_index=test, y_test=y_pm[test], kernel=split_kernel, C=float(split_C),
-            probabilities={m: np.asarray(probabilities[m], dtype=np.float64) for m in chosen},
-            gpc_kernel=gpc_fitted,
-        ))
+        split_kernel, split_C = _split_hyperparameters(X[train], y_pm[train], kernel, C, select)
+        result, gpc_start = _compare_on_split(
+            X, y_pm, train, test, split_kernel, split_C, chosen, cv_folds, random_state, gpc_start
+        )
+        results.append(result)
 
-    scores = {
-        k: np.array([[_score(s.y_test, s.probabilities[m], k, n_bins) for s in results] for m in chosen])
-        for k in METRICS
-    }
     settings = {"n_samples": int(X.shape[0]), "n_features": int(X.shape[1]), "classes": classes.tolist(),
                 "n_splits": n_splits, "test_size": float(test_size), "cv_folds": cv_folds, "n_bins": n_bins,
                 "random_state": random_state, "hyperparameters": "select" if select is not None else "fixed"}
-    return CalibrationComparison(methods=chosen, splits=tuple(results), scores=scores, n_bins=n_bins,
-                                 settings=settings)
+    return CalibrationComparison(methods=chosen, splits=tuple(results), scores=_split_scores(results, chosen, n_bins),
+                                 n_bins=n_bins, settings=settings)
