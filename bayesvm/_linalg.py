@@ -66,8 +66,7 @@ def psd_factor(A) -> np.ndarray:
 
     The lower Cholesky factor where A is numerically positive definite,
     otherwise the symmetric eigen-factor V diag(sqrt(max(lambda, 0))), which
-    reproduces A up to rounding (unlike :func:`psd_cholesky`, whose jitter
-    changes the matrix). Raises ``LinAlgError`` for a matrix that is not
+    reproduces A up to rounding. Raises ``LinAlgError`` for a matrix that is not
     positive semi-definite (an eigenvalue below -1e-8 times the largest).
     """
     A = np.asarray(A, dtype=np.float64)
@@ -80,22 +79,3 @@ def psd_factor(A) -> np.ndarray:
             f"matrix is not positive semi-definite (eigenvalues from {eigenvalues[0]:.3g} to {eigenvalues[-1]:.3g})"
         )
     return vectors * np.sqrt(np.clip(eigenvalues, 0.0, None))
-
-
-def psd_cholesky(A, *, jitters=(0.0, 1e-10, 1e-8, 1e-6, 1e-4)) -> np.ndarray:
-    """Lower Cholesky factor of a positive semi-definite matrix (host-side).
-
-    Tries the matrix as it is, then adds the smallest jitter (relative to the
-    mean diagonal) that makes it positive definite: duplicate inputs and
-    low-rank kernels (linear, polynomial) give singular Gram matrices.
-    """
-    A = np.asarray(A, dtype=np.float64)
-    scale = float(np.mean(np.diag(A))) or 1.0
-    for jitter in jitters:
-        try:
-            return np.linalg.cholesky(A + (jitter * scale) * np.eye(A.shape[0]))
-        except np.linalg.LinAlgError:
-            continue
-    raise np.linalg.LinAlgError(
-        f"matrix is not positive semi-definite even with relative jitter {jitters[-1]:g}"
-    )

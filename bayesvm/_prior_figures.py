@@ -15,7 +15,7 @@ from matplotlib.patches import Patch
 
 from . import model
 from ._figure_helpers import axes_or_new, kernel_label, single_kernel
-from ._linalg import psd_cholesky
+from ._linalg import psd_factor
 from ._precision import float64
 from ._validation import check_count, check_positive
 from .kernels import Kernel
@@ -43,7 +43,7 @@ def sample_prior(
 ) -> np.ndarray:
     """Draws of the GP prior theta ~ N(0, K(X, X)) at the rows of ``X``.
 
-    theta = L z with L the (jittered) lower Cholesky factor of K and
+    theta = L z with L a square-root factor of K (:func:`bayesvm._linalg.psd_factor`, no jitter) and
     z ~ N(0, I); returns an array of shape ``(n_samples, len(X))``. The same
     ``random_state`` gives the same z for every kernel (common random numbers),
     so panels that differ only in amplitude show the same function rescaled.
@@ -51,7 +51,7 @@ def sample_prior(
     kernel = single_kernel(kernel)
     n_samples = check_count(n_samples, "n_samples", 1)
     X = np.asarray(X, dtype=np.float64)
-    L = psd_cholesky(kernel(X))
+    L = psd_factor(kernel(X))
     z = np.random.default_rng(random_state).standard_normal((X.shape[0], n_samples))
     return (L @ z).T
 

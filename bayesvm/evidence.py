@@ -64,6 +64,8 @@ class Evidence:
     approximation, determinant : how ln Q(D) was computed.
     fit : the MAP SVM.
     naive_converged : the ln Q(D) estimate is trusted (EP converged; finite).
+    normalization_trusted : the ln N(D) estimate is trusted (the sampler's
+        independent runs agree; EP converged; enough effective prior draws).
     posterior : Sollich's Gaussian posterior around the fit, built on first use.
     """
 
@@ -81,6 +83,7 @@ class Evidence:
     normalization: str
     fit: MapSVM
     naive_converged: bool = True
+    normalization_trusted: bool = True
 
     def __getstate__(self):
         # JAX arrays would unpickle in the precision of the moment (float32 with the flag off): store NumPy
@@ -279,6 +282,7 @@ def log_evidence(
         normalization=normalization,
         fit=fit,
         naive_converged=naive.trusted,
+        normalization_trusted=norm.trusted,
     )
 
 

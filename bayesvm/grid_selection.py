@@ -304,7 +304,7 @@ def evidence_at(problem: GridProblem, point: dict, fit: MapSVM) -> Evidence:
         log_normalization=norm.value, log_normalization_se=norm.se,
         normalization_ess=float(norm.diagnostics.get("ess", np.inf)), n_marginal=int(fit.marginal.sum()),
         approximation=problem.approximation, determinant=problem.determinant, normalization=name, fit=fit,
-        naive_converged=naive.trusted,
+        naive_converged=naive.trusted, normalization_trusted=norm.trusted,
     )
 
 

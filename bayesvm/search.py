@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.optimize import minimize
 
+from ._json import finite_or_none
 from ._validation import check_labels
 from .ep_gradient import EPSites, ep_naive_evidence_and_gradient, zero_sites
 from .evidence import Evidence
@@ -297,13 +298,9 @@ class SearchSelection:
             "checks": {k: (bool(v) if isinstance(v, (bool, np.bool_)) else float(v))
                        for k, v in self.report._asdict().items()},
             "work": self.summary_counts(),
-            "path": [{"start": s.start, "x": s.x.tolist(), "log_evidence": _finite_or_none(s.log_evidence)}
+            "path": [{"start": s.start, "x": s.x.tolist(), "log_evidence": finite_or_none(s.log_evidence)}
                      for s in self.search.steps],
         }
-
-
-def _finite_or_none(value: float):
-    return float(value) if np.isfinite(value) else None
 
 
 def hyperparameter_dict(C: float, kernel: Kernel) -> dict:

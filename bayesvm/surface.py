@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._json import finite_or_none, nan_to_none
 from .evidence import Evidence
 from .grid import AXES, Grid
 from .kernels import Kernel
@@ -121,7 +122,7 @@ class EvidenceSurface:
             if value is None:
                 return None
             array = np.asarray(value, dtype=np.float64)
-            return np.where(np.isfinite(array), array, np.nan).tolist() if array.ndim else _finite_or_none(array)
+            return np.where(np.isfinite(array), array, np.nan).tolist() if array.ndim else finite_or_none(array)
 
         out = {
             "method": self.method,
@@ -131,17 +132,17 @@ class EvidenceSurface:
             "normalization": self.normalization,
             "axes": {name: plain(axis) for name, axis in zip(AXES, self.grid.axes)},
             "index": list(self.index),
-            "best": {key: _finite_or_none(value) for key, value in self.best.items()},
-            "best_value": _finite_or_none(self.best_value),
-            "best_se": _finite_or_none(self.best_se),
-            "refinement": [{key: _finite_or_none(v) for key, v in point.items()} for point in self.refinement],
+            "best": {key: finite_or_none(value) for key, value in self.best.items()},
+            "best_value": finite_or_none(self.best_value),
+            "best_se": finite_or_none(self.best_se),
+            "refinement": [{key: finite_or_none(v) for key, v in point.items()} for point in self.refinement],
             "extensions": [list(e) for e in self.extensions],
             "at_edge": list(self.at_edge),
             "checks": [{**c._asdict(), "point": dict(c.point)} for c in self.checks],
         }
         for name in ("naive", "naive_se", "log_normalization", "log_normalization_se", "normalization_ess",
                      "total", "total_se", "n_marginal", "cv_error"):
-            out[name] = _nan_to_none(plain(getattr(self, name)))
+            out[name] = nan_to_none(plain(getattr(self, name)))
         if self.evidence is not None:
             ev = self.evidence
             out["evidence"] = {
@@ -151,14 +152,3 @@ class EvidenceSurface:
                 "terms": None if ev.terms is None else {name: float(getattr(ev.terms, name)) for name in ev.terms._fields},
             }
         return out
-
-
-def _finite_or_none(value):
-    value = float(value)
-    return value if np.isfinite(value) else None
-
-
-def _nan_to_none(nested):
-    if isinstance(nested, list):
-        return [_nan_to_none(v) for v in nested]
-    return None if isinstance(nested, float) and not np.isfinite(nested) else nested

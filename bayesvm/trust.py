@@ -23,7 +23,6 @@ from __future__ import annotations
 import warnings
 from typing import NamedTuple
 
-from .annealing import DEFAULT_RUNS as ANNEALING_RUNS
 from .evidence import Evidence, log_evidence
 from .kernels import Kernel
 
@@ -65,7 +64,7 @@ def check_point(X, y, C: float, kernel: Kernel, search_log_normalization: float,
     with warnings.catch_warnings():  # failures are reported by the report, once
         warnings.simplefilter("ignore", RuntimeWarning)
         evidence = log_evidence(X, y, C=C, kernel=kernel, random_state=random_state)
-    runs_agree = evidence.normalization_ess >= 0.5 * ANNEALING_RUNS
+    runs_agree = evidence.normalization_trusted
     agrees = abs(search_log_normalization - evidence.log_normalization) <= max(
         NORMALIZATION_TOLERANCE, 3.0 * evidence.log_normalization_se
     )
