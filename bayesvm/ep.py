@@ -29,6 +29,36 @@ Updates are parallel (all sites from the same posterior, then one Cholesky
 recomputation), damped in natural parameters and run inside
 ``jax.lax.while_loop``: everything is jit-compiled with fixed shapes and
 vmaps over batches of Gram matrices and C values.
+
+The loop (:func:`_ep_loop`). The prior enters only through the posterior
+of the prior times the Gaussian sites (:func:`posterior_from_sites` for a
+dense K; :mod:`bayesvm.ep_low_rank` for a low-rank one) and through its
+marginal variances K_ii. Each iteration: cavities from the current
+posterior, tilted moments for all sites at once, proposed sites (label
+sites: proposals clipped at precision 0, which they only cross by
+rounding). The residual is max |proposed - old| / (1 + |old|) over both
+site parameters measured in units of the prior (precision times K_ii,
+shift times sqrt(K_ii)), infinite if any cavity is improper or any tilted
+moment is not finite (such sites keep their values). The new sites are
+old + step (proposed - old) in natural parameters, step = 1 - damping to
+start with. If the posterior with the new sites is improper (possible only
+with negative site precisions) the step is rejected and ``step`` halved; if
+the residual grew, ``step`` shrinks by 0.8 (not below 0.05), which stops
+the period-2 oscillation that parallel updates of the bimodal nu sites
+fall into.
+
+Converged: the residual is below ``tol``, or ln Z_EP changed by less than
+``log_z_tol`` in each of the last three iterations (the evidence has
+settled while some sites still move; GPML's ``infEP`` stops on the change
+of ln Z alone). The loop also stops, unconverged, after ``max_iter``
+iterations, when the step falls below 1e-8 or when the state is not
+finite. ``log_z_tol = 0`` switches the second test off.
+
+The prior units make the residual invariant under K -> s K. In raw units a
+site precision is of order 1 / K_ii, so with a large amplitude (K_ii = 1e5
+and more, where the evidence selection goes) every proposal looked
+converged after one iteration: EP stopped at its first, factorised guess,
+37-58 nats below the annealed estimate of ln N(D) (a test covers this).
 """
 
 from __future__ import annotations
@@ -242,8 +272,36 @@ class _EPState(NamedTuple):
     n_iter: Array
 
 
+class _LoopState(NamedTuple):
+    """The carry of :func:`_ep_loop`'s while_loop."""
+
+    site_precision: Array
+    site_shift: Array
+    posterior: GaussianPosterior
+    n_iter: Array
+    step: Array  # fraction of the proposed change taken (1 - damping to start with)
+    residual: Array  # of the last proposal, in units of the prior
+    log_z: Array
+    settled: Array  # consecutive iterations that changed ln Z by less than log_z_tol
+
+
+#: the Gaussian posterior of the prior times sites (precision, shift); NaN/inf where improper
+PosteriorFn = Callable[[Array, Array], GaussianPosterior]
+
+
+def _residual(tau, shift, tau_prop, shift_prop, ok, prior_var) -> Array:
+    """max |proposed - old| / (1 + |old|) in units of the prior (tau K_ii, shift sqrt(K_ii)); inf where not ok."""
+    prior_sd = jnp.sqrt(prior_var)
+    relative = jnp.maximum(
+        jnp.abs(tau_prop - tau) * prior_var / (1.0 + jnp.abs(tau) * prior_var),
+        jnp.abs(shift_prop - shift) * prior_sd / (1.0 + jnp.abs(shift) * prior_sd),
+    )
+    return jnp.max(jnp.where(ok, relative, jnp.inf))
+
+
 def _ep_loop(
-    K: Array,
+    posterior: PosteriorFn,
+    prior_var: Array,
     moments: SiteMoments,
     allow_negative: bool,
     damping,
@@ -252,65 +310,29 @@ def _ep_loop(
     log_z_tol,
     init_sites: tuple[Array, Array] | None = None,
 ) -> _EPState:
-    """Damped parallel EP from ``init_sites`` (precision, shift), by default zero sites (posterior = prior).
+    """Damped parallel EP (module docstring, "The loop") from ``init_sites`` (precision, shift).
 
-    A warm start (the converged sites of a nearby hyperparameter value) is
-    used as given when its posterior is proper, and replaced by zero sites
-    otherwise.
-
-    Each iteration: cavities from the current posterior, tilted moments for
-    all sites at once, proposed sites (label sites: proposals clipped at
-    precision 0, which they only cross by rounding). The residual is
-    max |proposed - old| / (1 + |old|) over both site parameters measured in
-    units of the prior (precision times K_ii, shift times sqrt(K_ii)), infinite
-    if any cavity is improper or any tilted moment is not finite (such sites
-    keep their values). The new sites are old + step (proposed - old) in
-    natural parameters, step = 1 - damping to start with. If the posterior
-    with the new sites is improper (possible only with negative site
-    precisions) the step is rejected and ``step`` halved; if the residual
-    grew, ``step`` shrinks by 0.8 (not below 0.05), which stops the period-2
-    oscillation that parallel updates of the bimodal nu sites fall into.
-
-    Converged: the residual is below ``tol``, or ln Z_EP changed by less than
-    ``log_z_tol`` in each of the last three iterations (the evidence has
-    settled while some sites still move; GPML's ``infEP`` stops on the change
-    of ln Z alone). The loop also stops, unconverged, after ``max_iter``
-    iterations, when the step falls below 1e-8 or when the state is not
-    finite. ``log_z_tol = 0`` switches the second test off.
-
-    The prior units make the residual invariant under K -> s K. In raw units a
-    site precision is of order 1 / K_ii, so with a large amplitude (K_ii = 1e5
-    and more, where the evidence selection goes) every proposal looked
-    converged after one iteration: EP stopped at its first, factorised guess,
-    37-58 nats below the annealed estimate of ln N(D) (a test covers this).
+    By default zero sites (posterior = prior). A warm start (the converged
+    sites of a nearby hyperparameter value) is used as given when its
+    posterior is proper, and replaced by zero sites otherwise. The prior
+    enters only through ``posterior(tau, shift)`` (dense:
+    :func:`posterior_from_sites`; low-rank: :mod:`bayesvm.ep_low_rank`) and
+    its marginal variances ``prior_var`` (the residual's units).
     """
-    n = K.shape[0]
-    dtype = K.dtype
-    zeros = jnp.zeros(n, dtype=dtype)
-    prior_var = jnp.diagonal(K)
-    prior_sd = jnp.sqrt(prior_var)
+    zeros = jnp.zeros_like(prior_var)
 
-    def posterior(tau, shift):
-        return posterior_from_sites(K, tau, shift, allow_negative)
+    def cond(s: _LoopState):
+        unconverged = (s.residual >= tol) & (s.settled < _SETTLED_ITERATIONS)
+        return (s.n_iter < max_iter) & unconverged & (s.step > 1e-8) & _is_finite_posterior(s.posterior)
 
-    def cond(state):
-        post, it, step, residual, settled = state[2], state[3], state[4], state[5], state[7]
-        unconverged = (residual >= tol) & (settled < _SETTLED_ITERATIONS)
-        return (it < max_iter) & unconverged & (step > 1e-8) & _is_finite_posterior(post)
-
-    def body(state):
-        tau, shift, post, it, step, old_residual, old_log_z, settled = state
+    def body(s: _LoopState):
+        tau, shift, post = s.site_precision, s.site_shift, s.posterior
         tau_prop, shift_prop, ok = _site_proposal(_cavity(post, tau, shift), moments)
         if not allow_negative:
             tau_prop = jnp.maximum(tau_prop, 0.0)
-        # in units of the prior: tau K_ii and shift sqrt(K_ii) (scale-free, see the docstring)
-        relative = jnp.maximum(
-            jnp.abs(tau_prop - tau) * prior_var / (1.0 + jnp.abs(tau) * prior_var),
-            jnp.abs(shift_prop - shift) * prior_sd / (1.0 + jnp.abs(shift) * prior_sd),
-        )
-        residual = jnp.max(jnp.where(ok, relative, jnp.inf))
-        shrunk = jnp.maximum(_OSCILLATION_SHRINK * step, jnp.minimum(step, _MIN_OSCILLATION_STEP))
-        step = jnp.where(residual > old_residual, shrunk, step)
+        residual = _residual(tau, shift, tau_prop, shift_prop, ok, prior_var)
+        shrunk = jnp.maximum(_OSCILLATION_SHRINK * s.step, jnp.minimum(s.step, _MIN_OSCILLATION_STEP))
+        step = jnp.where(residual > s.residual, shrunk, s.step)
         tau_try = jnp.where(ok, tau + step * (tau_prop - tau), tau)
         shift_try = jnp.where(ok, shift + step * (shift_prop - shift), shift)
         post_try = posterior(tau_try, shift_try)
@@ -319,12 +341,12 @@ def _ep_loop(
             lambda a, b: jnp.where(accept, a, b), (tau_try, shift_try, post_try), (tau, shift, post)
         )
         log_z = _log_z_ep(post, tau, shift, moments)
-        quiet = accept & (jnp.abs(log_z - old_log_z) < log_z_tol)
-        settled = jnp.where(quiet, settled + 1, 0)
-        return tau, shift, post, it + 1, jnp.where(accept, step, 0.5 * step), residual, log_z, settled
+        quiet = accept & (jnp.abs(log_z - s.log_z) < log_z_tol)
+        settled = jnp.where(quiet, s.settled + 1, 0)
+        step = jnp.where(accept, step, 0.5 * step)
+        return _LoopState(tau, shift, post, s.n_iter + 1, step, residual, log_z, settled)
 
-    inf = jnp.asarray(jnp.inf, dtype)
-    step0 = jnp.asarray(1.0 - damping, dtype)
+    inf = jnp.asarray(jnp.inf, prior_var.dtype)
     tau0, shift0 = (zeros, zeros) if init_sites is None else init_sites
     post0 = posterior(tau0, shift0)
     if init_sites is not None:
@@ -334,11 +356,34 @@ def _ep_loop(
             lambda: (tau0, shift0, post0),
             lambda: (zeros, zeros, posterior(zeros, zeros)),
         )
-    init_state = (tau0, shift0, post0, jnp.asarray(0), step0, inf, inf, jnp.asarray(0))
-    tau, shift, post, it, _, residual, _, settled = jax.lax.while_loop(cond, body, init_state)
+    step0 = jnp.asarray(1.0 - damping, prior_var.dtype)
+    start = _LoopState(tau0, shift0, post0, jnp.asarray(0), step0, inf, inf, jnp.asarray(0))
+    end = jax.lax.while_loop(cond, body, start)
+    tau, shift, post = end.site_precision, end.site_shift, end.posterior
     log_z = _log_z_ep(post, tau, shift, moments)
-    converged = ((residual < tol) | (settled >= _SETTLED_ITERATIONS)) & _is_finite_posterior(post) & jnp.isfinite(log_z)
-    return _EPState(tau, shift, post, log_z, converged, it)
+    settled = (end.residual < tol) | (end.settled >= _SETTLED_ITERATIONS)
+    converged = settled & _is_finite_posterior(post) & jnp.isfinite(log_z)
+    return _EPState(tau, shift, post, log_z, converged, end.n_iter)
+
+
+def _ep_loop_gram(
+    K: Array,
+    moments: SiteMoments,
+    allow_negative: bool,
+    damping,
+    max_iter,
+    tol,
+    log_z_tol,
+    init_sites: tuple[Array, Array] | None = None,
+) -> _EPState:
+    """:func:`_ep_loop` over the dense prior N(0, K) (:func:`posterior_from_sites`)."""
+
+    def posterior(tau, shift):
+        return posterior_from_sites(K, tau, shift, allow_negative)
+
+    return _ep_loop(
+        posterior, jnp.diagonal(K), moments, allow_negative, damping, max_iter, tol, log_z_tol, init_sites
+    )
 
 
 @float64
@@ -353,7 +398,7 @@ def run_ep(
     init_sites: tuple[Array, Array] | None = None,
 ) -> EPResult:
     """:func:`_ep_loop` and the factors for predictions at new inputs."""
-    state = _ep_loop(K, moments, allow_negative, damping, max_iter, tol, log_z_tol, init_sites)
+    state = _ep_loop_gram(K, moments, allow_negative, damping, max_iter, tol, log_z_tol, init_sites)
     tau, shift = state.site_precision, state.site_shift
     predictor = predictor_from_sites(K, tau, state.posterior.mean, shift, allow_negative)
     return EPResult(
@@ -467,7 +512,7 @@ def ep_log_z_batch(
 
     def run(point):
         scale, c = point
-        state = _ep_loop(scale * base, moments(c), sites == "nu", damping, max_iter, tol, log_z_tol)
+        state = _ep_loop_gram(scale * base, moments(c), sites == "nu", damping, max_iter, tol, log_z_tol)
         return EPBatch(state.log_z, state.converged, state.n_iter)
 
     batch_size = 1 if jax.default_backend() == "cpu" else scales.shape[0]

@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import cho_solve
 
-from .ep import _cavity, _ep_loop, _label_sites, _positive_part
+from .ep import GaussianPosterior, _cavity, _ep_loop_gram, _label_sites, _positive_part
 from .tilted import label_tilted_moments
 from .hyperparameters import kernel_at, penalty_at
 from .kernels import Kernel
@@ -70,6 +70,15 @@ class NaiveEvidenceGradient(NamedTuple):
     n_factorizations: Array
 
 
+def _tilted_gradient(post: GaussianPosterior, tau: Array, shift: Array, y: Array, C: Array) -> Array:
+    """d/dx of sum_i ln Z_i(m_i, v_i; C) at the fixed cavities (m_i, v_i): only x_0 = ln C moves it."""
+    cav = _cavity(post, tau, shift)
+    cav_var = 1.0 / cav.precision
+    log_z_sites = lambda c: jnp.sum(label_tilted_moments(cav.shift * cav_var, cav_var, c, y).log_z)  # noqa: E731
+    dC = jax.grad(log_z_sites)(C)
+    return dC * C * jnp.array([1.0, 0.0, 0.0, 0.0], dtype=C.dtype)
+
+
 @partial(jax.jit, static_argnames=("max_iter",))
 def ep_naive_evidence_and_gradient(
     x: Array,
@@ -94,19 +103,15 @@ def ep_naive_evidence_and_gradient(
     """
     K, gram_vjp = jax.vjp(lambda x: kernel_at(template, x)(X), x)
     C = penalty_at(x)
-    state = _ep_loop(K, _label_sites(y, C), False, damping, max_iter, tol, log_z_tol, (sites.precision, sites.shift))
+    start = (sites.precision, sites.shift)
+    state = _ep_loop_gram(K, _label_sites(y, C), False, damping, max_iter, tol, log_z_tol, start)
     tau, shift, post = state.site_precision, state.site_shift, state.posterior
     # Gaussian part: d ln Z / dK = 1/2 (b b^T - R)
     sqrt_pos, chol, _ = _positive_part(K, tau)
     b = shift - tau * post.mean
     R = sqrt_pos[:, None] * cho_solve((chol, True), jnp.diag(sqrt_pos))
     (grad_kernel,) = gram_vjp(0.5 * (jnp.outer(b, b) - R))
-    # tilted normalisers at the fixed cavities: d ln Z / dC
-    cav = _cavity(post, tau, shift)
-    cav_var = 1.0 / cav.precision
-    log_z_sites = lambda c: jnp.sum(label_tilted_moments(cav.shift * cav_var, cav_var, c, y).log_z)  # noqa: E731
-    dC = jax.grad(log_z_sites)(C)
-    gradient = grad_kernel + dC * C * jnp.array([1.0, 0.0, 0.0, 0.0], dtype=x.dtype)
+    gradient = grad_kernel + _tilted_gradient(post, tau, shift, y, C)
     return NaiveEvidenceGradient(
         value=state.log_z,
         gradient=gradient,
