@@ -38,6 +38,8 @@ _HALF_LOG_HALF_PI = 0.5 * math.log(0.5 * math.pi)
 # from Laplace's continued fraction (the direct forms lose ~eps * alpha^2).
 _CONTINUED_FRACTION_FROM = 4.0
 _CONTINUED_FRACTION_TERMS = 60
+# from here on log_mills_ratio uses the asymptotic series of R (see there)
+_ASYMPTOTIC_FROM = 30.0
 
 
 def _as_float(x) -> Array:
@@ -53,7 +55,17 @@ def log_mills_ratio(x: Array) -> Array:
     x < 0: ln R = ln Phi(-x) + x^2/2 + ln sqrt(2 pi) (no cancellation: ln Phi(-x) ~ 0).
     """
     x = _as_float(x)
-    right = _HALF_LOG_HALF_PI + jnp.log(erfcx(jnp.maximum(x, 0.0) / math.sqrt(2.0)))
+    # (jnp.where, not jnp.maximum / jnp.clip, whose gradient is halved at a tie)
+    near = jnp.where((x >= 0.0) & (x < _ASYMPTOTIC_FROM), x, 0.0)
+    right = _HALF_LOG_HALF_PI + jnp.log(erfcx(near / math.sqrt(2.0)))
+    # jax's erfcx returns 0 for float64 arguments in [26.54, 26.64] (jax 0.10.2; checked), i.e. x near 37.6;
+    # from x = 30 on, R(x) = (1/x) sum_k (-1)^k (2k-1)!! / x^(2k) is exact to rounding with 8 terms
+    far = jnp.where(x >= _ASYMPTOTIC_FROM, x, _ASYMPTOTIC_FROM)
+    inv2 = 1.0 / (far * far)
+    series = 0.0
+    for k in range(8, 0, -1):
+        series = -(2 * k - 1) * inv2 * (1.0 + series)
+    right = jnp.where(x >= _ASYMPTOTIC_FROM, jnp.log1p(series) - jnp.log(far), right)
     left = log_ndtr(-x) + 0.5 * x * x + _HALF_LOG_2PI
     return jnp.where(x >= 0.0, right, left)
 
