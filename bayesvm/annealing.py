@@ -299,40 +299,48 @@ def annealed_log_expectation(
         raise ValueError(f"chol must be a square factor of the prior covariance; got shape {chol.shape}")
     if not callable(log_likelihood):
         raise ValueError("log_likelihood must be a callable log_likelihood(theta, *args) -> scalar")
-    n_particles = _check_count(n_particles, "n_particles", 2)
-    n_runs = _check_count(n_runs, "n_runs", 2)
-    n_mcmc_steps = _check_count(n_mcmc_steps, "n_mcmc_steps", 1)
-    target_ess = float(target_ess)
-    if not 0.0 < target_ess < 1.0:
-        raise ValueError(f"target_ess must lie strictly between 0 and 1; got {target_ess}")
-    max_temperatures = _check_count(max_temperatures, "max_temperatures", 1)
-    adaptive = temperatures is None
-    schedule = jnp.ones(max_temperatures + 1)
-    if not adaptive:
-        temperatures = _check_schedule(temperatures)
-        if temperatures.shape[0] > max_temperatures + 1:
-            raise ValueError(
-                f"temperatures has {temperatures.shape[0] - 1} steps, more than max_temperatures = {max_temperatures}"
-            )
-        schedule = schedule.at[: temperatures.shape[0]].set(temperatures)
-    max_shrinks = _check_count(max_shrinks, "max_shrinks", 1)
+    settings = _sampler_settings(n_particles, n_runs, n_mcmc_steps, target_ess, max_temperatures, max_shrinks)
+    schedule = _padded_schedule(temperatures, settings["max_temperatures"])
     args = tuple(jnp.asarray(a, dtype=jnp.float64) for a in args)
-
     log_z, steps, schedule, min_ess, evals, stuck, n_moves, final_beta, particles = smc_runs(
-        log_likelihood,
-        chol,
-        _as_key(key),
-        args,
-        schedule,
-        jnp.asarray(adaptive),
-        n_particles=n_particles,
-        n_runs=n_runs,
-        n_mcmc_steps=n_mcmc_steps,
-        target_ess=target_ess,
-        max_temperatures=max_temperatures,
-        max_shrinks=max_shrinks,
-        move_last=keep_particles,
+        log_likelihood, chol, _as_key(key), args, schedule, jnp.asarray(temperatures is None),
+        move_last=keep_particles, **settings,
     )
+    log_z = _checked_runs(log_z, final_beta, settings["max_temperatures"])
+    n_moves = max(float(n_moves), 1.0)
+    result = _summarise(
+        log_z, steps=np.asarray(steps), schedule=np.asarray(schedule), min_ess=float(np.min(min_ess)),
+        slice_evals=float(evals) / n_moves, stuck=float(stuck) / n_moves,
+        n_particles=settings["n_particles"], n_mcmc_steps=settings["n_mcmc_steps"],
+    )
+    if not result.runs_agree:
+        warnings.warn(
+            f"the {result.n_runs} annealing runs disagree (ln Z_r spread {np.std(log_z):.2g} nats, effective number "
+            f"of runs {result.ess:.1f}): the value is likely biased low and its standard error unreliable; "
+            "raise n_particles (and n_mcmc_steps)",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return dataclasses.replace(result, particles=particles) if keep_particles else result
+
+
+def _sampler_settings(n_particles, n_runs, n_mcmc_steps, target_ess, max_temperatures, max_shrinks) -> dict:
+    """The sampler's size and tuning arguments, checked (``ValueError`` otherwise), as keywords of ``smc_runs``."""
+    settings = {
+        "n_particles": _check_count(n_particles, "n_particles", 2),
+        "n_runs": _check_count(n_runs, "n_runs", 2),
+        "n_mcmc_steps": _check_count(n_mcmc_steps, "n_mcmc_steps", 1),
+        "target_ess": float(target_ess),
+        "max_temperatures": _check_count(max_temperatures, "max_temperatures", 1),
+        "max_shrinks": _check_count(max_shrinks, "max_shrinks", 1),
+    }
+    if not 0.0 < settings["target_ess"] < 1.0:
+        raise ValueError(f"target_ess must lie strictly between 0 and 1; got {settings['target_ess']}")
+    return settings
+
+
+def _checked_runs(log_z, final_beta, max_temperatures: int) -> np.ndarray:
+    """The runs' ln Z_r as NumPy; ``RuntimeError`` if a run stopped short of beta = 1 or is not finite."""
     log_z = np.asarray(log_z)
     if np.any(np.asarray(final_beta) < 1.0 - 1e-12):
         raise RuntimeError(
@@ -341,28 +349,23 @@ def annealed_log_expectation(
         )
     if not np.all(np.isfinite(log_z)):
         raise RuntimeError("a run produced a non-finite ln Z; the log-likelihood is -inf or NaN somewhere")
-    n_moves = max(float(n_moves), 1.0)
-    result = _summarise(
-        log_z,
-        steps=np.asarray(steps),
-        schedule=np.asarray(schedule),
-        min_ess=float(np.min(min_ess)),
-        slice_evals=float(evals) / n_moves,
-        stuck=float(stuck) / n_moves,
-        n_particles=n_particles,
-        n_mcmc_steps=n_mcmc_steps,
-    )
-    if keep_particles:
-        result = dataclasses.replace(result, particles=particles)
-    if not result.runs_agree:
-        warnings.warn(
-            f"the {n_runs} annealing runs disagree (ln Z_r spread {np.std(log_z):.2g} nats, effective number of "
-            f"runs {result.ess:.1f}): the value is likely biased low and its standard error unreliable; "
-            "raise n_particles (and n_mcmc_steps)",
-            RuntimeWarning,
-            stacklevel=3,
+    return log_z
+
+
+def _padded_schedule(temperatures, max_temperatures: int) -> Array:
+    """A fixed schedule padded with ones to max_temperatures + 1 entries (all ones for the adaptive one).
+
+    Both kinds then share one compilation of ``smc_runs``.
+    """
+    schedule = jnp.ones(max_temperatures + 1)
+    if temperatures is None:
+        return schedule
+    temperatures = _check_schedule(temperatures)
+    if temperatures.shape[0] > max_temperatures + 1:
+        raise ValueError(
+            f"temperatures has {temperatures.shape[0] - 1} steps, more than max_temperatures = {max_temperatures}"
         )
-    return result
+    return schedule.at[: temperatures.shape[0]].set(temperatures)
 
 
 def _summarise(log_z, *, steps, schedule, min_ess, slice_evals, stuck, n_particles, n_mcmc_steps) -> AnnealingResult:

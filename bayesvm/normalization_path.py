@@ -7,8 +7,9 @@ normalisation factor") is a Gaussian integral,
             = E_{z ~ N(0, I)}[ f(z; x) ],  f(z; x) = prod_i nu((L(x) z)_i; C(x)),
 
 with L(x) the Cholesky factor of K(x) (whitened coordinates: the prior on z
-no longer depends on x). Tempered SMC at an anchor point x_a gives ln N(D; x_a)
-with its standard error and S particles z_s from the normalised integrand
+no longer depends on x). Tempered SMC (Del Moral, Doucet & Jasra 2006;
+:mod:`bayesvm.annealing`) at an anchor point x_a gives ln N(D; x_a) with its
+standard error and S particles z_s from the normalised integrand
 f(z; x_a) N(z; 0, I) / N(D; x_a). At any nearby x,
 
     N(D; x) / N(D; x_a) = E_{z ~ that distribution}[ f(z; x) / f(z; x_a) ]
@@ -19,23 +20,32 @@ x (the particles are held fixed: common random numbers), so a quasi-Newton
 search can use it and its exact gradient (the Fisher identity
 d ln N / dx = E[d ln f(z; x) / dx] under the reweighted particles, which is
 what differentiating the estimate gives). When the weights degenerate (their
-effective sample size falls below a fraction of S), the path re-anchors:
-tempered SMC runs again at the new point. The estimate at the anchor itself
-is the SMC value, so the path is exactly as accurate as tempered SMC there
-and degrades gracefully with distance; the effective sample size says how far.
+effective sample size falls below a fraction of S), or the point is far from
+every anchor, the path re-anchors: tempered SMC runs again at the new point.
+The estimate at the anchor itself is the SMC value, so the path is exactly
+as accurate as tempered SMC there and degrades gracefully with distance; the
+effective sample size says how far.
 
-The factor L(x) carries the smallest diagonal jitter (relative to the mean
-prior variance) that lets the Cholesky factorisation succeed. The jitter is
-independent noise on every theta_i; where its variance exceeds the margin's
-resolution (theory: "Numerical limits"), the point is reported as not
-resolved and the search treats it as infeasible.
+:class:`ReweightedPath` holds this logic for any prior; a :class:`PathPrior`
+supplies the prior-specific parts: ln f(z; x) for the particles, how an
+anchor is annealed, and where the prior counts as resolved.
+:class:`NormalizationPath` is the path under the exact prior
+(:class:`FullPathPrior`), :class:`bayesvm.normalization_low_rank.LowRankNormalizationPath`
+the one under a low-rank prior (there z = w, the inducing coordinates).
+
+Under the exact prior the factor L(x) carries the smallest diagonal jitter
+(relative to the mean prior variance) that lets the Cholesky factorisation
+succeed. The jitter is independent noise on every theta_i; where its
+variance exceeds the margin's resolution (theory: "Numerical limits"), the
+point is reported as not resolved and the search treats it as infeasible.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import NamedTuple
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, NamedTuple, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -43,14 +53,23 @@ import numpy as np
 from jax.scipy.linalg import solve_triangular
 from jax.scipy.special import logsumexp
 
-from .annealing import annealed_log_expectation, product_route_log_likelihood
+from ._precision import float64
+from .annealing import AnnealingResult, annealed_log_expectation, product_route_log_likelihood
 from .hyperparameters import MARGIN_RESOLUTION, kernel_at, penalty_at
 from .kernels import Kernel
 from .model import log_nu
 
 Array = jax.Array
 
-__all__ = ["NormalizationPath", "PathEstimate", "ANCHOR_ANNEALING"]
+__all__ = [
+    "ANCHOR_ANNEALING",
+    "Annealed",
+    "FullPathPrior",
+    "NormalizationPath",
+    "PathEstimate",
+    "PathPrior",
+    "ReweightedPath",
+]
 
 #: relative jitters tried, in order, for the Cholesky factor of the prior
 _JITTERS = (0.0, 1e-13, 1e-11, 1e-9, 1e-7)
@@ -61,6 +80,33 @@ _MIN_ESS_FRACTION = 0.25
 #: or when the point is further than this from every anchor (largest coordinate difference, in log units):
 #: importance weights can look healthy while missing mass the anchor's particles never reached
 _MAX_ANCHOR_DISTANCE = 1.0
+
+
+class Annealed(NamedTuple):
+    """What a prior's :meth:`PathPrior.anneal` hands the path: the SMC estimate and its particles.
+
+    result: tempered SMC's ln N(D) at the anchor; z: its final particles as
+    rows (S, k), in the coordinates whose distribution does not depend on x;
+    aux: whatever else :meth:`PathPrior.log_integrand` needs, fixed per anchor.
+    """
+
+    result: AnnealingResult
+    z: Array
+    aux: Any
+
+
+class PathPrior(Protocol):
+    """The prior-specific part of a ln N(D) path (a JAX pytree, so that it enters jit as an argument).
+
+    N(D; x) = E_{z ~ N(0, I)}[f(z; x)] for some coordinates z whose prior is
+    free of x; the path only needs ln f and a way to anneal at an anchor.
+    """
+
+    def log_integrand(self, x: Array, z: Array, aux: Any) -> Array:
+        """ln f(z_s; x) for every row z_s of z (traceable and differentiable in x)."""
+
+    def anneal(self, x: np.ndarray, key, annealing: dict) -> Annealed | None:
+        """Tempered SMC at x with ``keep_particles``; None where the prior is not resolved at x."""
 
 
 @jax.jit
@@ -86,33 +132,58 @@ def _prior_factor(x: Array, X: Array, template: Kernel) -> tuple[Array, Array]:
 
 
 @jax.jit
-def _log_f(x: Array, X: Array, template: Kernel, z: Array, jitter: Array) -> Array:
-    """ln f(z_s; x) = sum_i ln nu((L(x) z_s)_i; C(x)) for every particle (rows of z)."""
-    K = kernel_at(template, x)(X)
-    L = jnp.linalg.cholesky(K + jitter * jnp.eye(K.shape[0], dtype=K.dtype))
-    return jnp.sum(log_nu(z @ L.T, penalty_at(x)), axis=1)
+def _whitened(L: Array, particles: Array) -> Array:
+    """The anchor's particles theta = L z as whitened rows z (S, n)."""
+    return solve_triangular(L, jnp.reshape(particles, (-1, L.shape[0])).T, lower=True).T
 
 
-def _log_mean_ratio(x, X, template, z, log_f_anchor, jitter):
-    log_w = _log_f(x, X, template, z, jitter) - log_f_anchor
+@partial(jax.tree_util.register_dataclass, data_fields=["X", "template"], meta_fields=[])
+@dataclass(frozen=True)
+class FullPathPrior:
+    """The exact prior N(0, K(x)) over the n training inputs ``X``, in whitened coordinates z = L(x)^-1 theta.
+
+    ln f(z; x) = sum_i ln nu((L(x) z)_i; C(x)), L(x) the Cholesky factor of
+    K(x) + jitter I, the jitter fixed per anchor (``aux``). Not resolved where
+    the jitter's variance exceeds the margin's resolution (module docstring).
+    """
+
+    X: Array
+    template: Kernel
+
+    def log_integrand(self, x: Array, z: Array, jitter: Array) -> Array:
+        K = kernel_at(self.template, x)(self.X)
+        L = jnp.linalg.cholesky(K + jitter * jnp.eye(K.shape[0], dtype=K.dtype))
+        return jnp.sum(log_nu(z @ L.T, penalty_at(x)), axis=1)
+
+    def anneal(self, x: np.ndarray, key, annealing: dict) -> Annealed | None:
+        L, jitter = _prior_factor(jnp.asarray(x), self.X, self.template)
+        # the jitter is independent noise of this variance on every theta_i (theta^2 units)
+        if not (bool(np.all(np.isfinite(np.asarray(L)))) and float(jitter) <= MARGIN_RESOLUTION):
+            return None
+        result = annealed_log_expectation(
+            L, product_route_log_likelihood, args=(float(np.exp(x[0])),), key=key, keep_particles=True, **annealing
+        )
+        return Annealed(result, _whitened(L, result.particles), jitter)
+
+
+@jax.jit
+def _log_f(prior: PathPrior, x: Array, z: Array, aux) -> Array:
+    return prior.log_integrand(x, z, aux)
+
+
+def _log_mean_ratio(x, prior, z, log_f_anchor, aux):
+    log_w = prior.log_integrand(x, z, aux) - log_f_anchor
     return logsumexp(log_w) - math.log(z.shape[0]), log_w
 
 
 @jax.jit
-def _reweighted(x, X, template, z, log_f_anchor, jitter):
+def _reweighted(prior: PathPrior, x, z, log_f_anchor, aux):
     """ln of the mean weight, its gradient in x, and the weights' effective sample size."""
-    (value, log_w), grad = jax.value_and_grad(_log_mean_ratio, has_aux=True)(x, X, template, z, log_f_anchor, jitter)
+    (value, log_w), grad = jax.value_and_grad(_log_mean_ratio, has_aux=True)(x, prior, z, log_f_anchor, aux)
     ess = jnp.exp(2.0 * logsumexp(log_w) - logsumexp(2.0 * log_w))
     w = jnp.exp(log_w - jnp.max(log_w))
     relative_se = jnp.std(w, ddof=1) / (jnp.sqrt(w.shape[0]) * jnp.mean(w))
     return value, grad, ess, relative_se
-
-
-@jax.jit
-def _whitened(x, X, template, L, particles, jitter):
-    """The anchor's particles theta = L z as whitened z (S, n), and ln f(z; x) for each."""
-    z = solve_triangular(L, jnp.reshape(particles, (-1, L.shape[0])).T, lower=True).T
-    return z, _log_f(x, X, template, z, jitter)
 
 
 class _Anchor(NamedTuple):
@@ -122,7 +193,7 @@ class _Anchor(NamedTuple):
     runs_agree: bool
     z: Array
     log_f: Array
-    jitter: Array
+    aux: Any
 
 
 class PathEstimate(NamedTuple):
@@ -132,7 +203,8 @@ class PathEstimate(NamedTuple):
     se: standard error (the anchor's SMC error and the reweighting's, combined);
     ess: effective number of the anchor's particles behind it;
     anchored: True when tempered SMC ran at this very point;
-    resolved: False when the prior factor needed more jitter than the margin tolerates;
+    resolved: False when the prior is not resolved there (for the full prior:
+    its factor needed more jitter than the margin tolerates);
     runs_agree: the anchor's SMC runs agreed (otherwise its value is biased low).
     """
 
@@ -145,60 +217,77 @@ class PathEstimate(NamedTuple):
     runs_agree: bool
 
 
-@dataclass
-class NormalizationPath:
-    """ln N(D) along a sequence of search points (module docstring).
+class ReweightedPath:
+    """ln N(D) along a sequence of search points for any :class:`PathPrior` (module docstring).
 
     Mutable by design: it owns the anchors met so far and counts the work.
-    ``X`` (n, d) are the training inputs, ``template`` the kernel family.
     """
 
-    X: Array
-    template: Kernel
-    key: int = 0
-    annealing: dict = field(default_factory=lambda: dict(ANCHOR_ANNEALING))
-    min_ess_fraction: float = _MIN_ESS_FRACTION
-    anchors: list = field(default_factory=list)
-    n_evaluations: int = 0
+    def __init__(self, prior: PathPrior, key: int = 0, annealing: dict | None = None,
+                 min_ess_fraction: float = _MIN_ESS_FRACTION):
+        self.prior = prior
+        self.key = key
+        self.annealing = dict(ANCHOR_ANNEALING if annealing is None else annealing)
+        self.min_ess_fraction = min_ess_fraction
+        self.anchors: list[_Anchor] = []
+        self.n_evaluations = 0
 
-    def _anchor_at(self, x: np.ndarray, L: Array, jitter: Array) -> _Anchor:
-        result = annealed_log_expectation(
-            L, product_route_log_likelihood, args=(float(np.exp(x[0])),), key=self.key,
-            keep_particles=True, **self.annealing,
-        )
-        z, log_f = _whitened(jnp.asarray(x), self.X, self.template, L, result.particles, jitter)
-        anchor = _Anchor(np.array(x), result.value, result.se, result.runs_agree, z, log_f, jitter)
+    def _anchor_at(self, x: np.ndarray) -> _Anchor | None:
+        annealed = self.prior.anneal(x, self.key, self.annealing)
+        if annealed is None:
+            return None
+        result, z, aux = annealed
+        log_f = _log_f(self.prior, jnp.asarray(x), z, aux)
+        anchor = _Anchor(np.array(x), result.value, result.se, result.runs_agree, z, log_f, aux)
         self.anchors.append(anchor)
         return anchor
 
+    @float64
     def estimate(self, x) -> PathEstimate:
         """ln N(D) and its gradient at the coordinates x, re-anchoring where the weights degenerate.
 
         The nearest anchors (at most three within ``_MAX_ANCHOR_DISTANCE``) are
-        tried first; their reweighting factorises K(x) with the anchor's jitter,
-        which was resolved where the anchor was made. Only when none serves is
-        the prior factorised here with the smallest working jitter, and
-        annealed, if that jitter is resolved.
+        tried first, with what their prior fixed where they were made (the full
+        prior's jitter). Only when none serves does tempered SMC run here, if
+        the prior is resolved here.
         """
         x = np.asarray(x, dtype=np.float64)
         self.n_evaluations += 1
         near = [a for a in self.anchors if np.max(np.abs(a.x - x)) <= _MAX_ANCHOR_DISTANCE]
         for anchor in sorted(near, key=lambda a: float(np.sum((a.x - x) ** 2)))[:3]:
-            reweighted = _reweighted(jnp.asarray(x), self.X, self.template, anchor.z, anchor.log_f, anchor.jitter)
+            reweighted = _reweighted(self.prior, jnp.asarray(x), anchor.z, anchor.log_f, anchor.aux)
             value, _, ess, _ = reweighted
             if float(ess) >= self.min_ess_fraction * anchor.z.shape[0] and np.isfinite(float(value)):
                 return _path_estimate(anchor, reweighted, anchored=False)
-        L, jitter = _prior_factor(jnp.asarray(x), self.X, self.template)
-        # the jitter is independent noise of this variance on every theta_i (theta^2 units)
-        if not (bool(np.all(np.isfinite(np.asarray(L)))) and float(jitter) <= MARGIN_RESOLUTION):
-            return PathEstimate(-np.inf, np.zeros(4), np.inf, 0.0, False, False, False)
-        anchor = self._anchor_at(x, L, jitter)
-        reweighted = _reweighted(jnp.asarray(x), self.X, self.template, anchor.z, anchor.log_f, anchor.jitter)
+        anchor = self._anchor_at(x)
+        if anchor is None:
+            return PathEstimate(-np.inf, np.zeros_like(x), np.inf, 0.0, False, False, False)
+        reweighted = _reweighted(self.prior, jnp.asarray(x), anchor.z, anchor.log_f, anchor.aux)
         return _path_estimate(anchor, reweighted, anchored=True)
 
     @property
     def n_anchors(self) -> int:
         return len(self.anchors)
+
+
+class NormalizationPath(ReweightedPath):
+    """ln N(D) along a search path under the exact prior (:class:`FullPathPrior`).
+
+    ``X`` (n, d) are the training inputs, ``template`` the kernel family,
+    ``annealing`` the tempered-SMC budget at each anchor.
+    """
+
+    def __init__(self, X: Array, template: Kernel, key: int = 0, annealing: dict | None = None,
+                 min_ess_fraction: float = _MIN_ESS_FRACTION):
+        super().__init__(FullPathPrior(X, template), key, annealing, min_ess_fraction)
+
+    @property
+    def X(self) -> Array:
+        return self.prior.X
+
+    @property
+    def template(self) -> Kernel:
+        return self.prior.template
 
 
 def _path_estimate(anchor: _Anchor, reweighted, *, anchored: bool) -> PathEstimate:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -102,6 +103,21 @@ def _elliptical_slice(key, theta, ll, beta, chol, loglik, max_shrinks: int):
     return new, new_ll, evals, done
 
 
+class _SMCState(NamedTuple):
+    """The carry of :func:`smc_runs`' loop over temperatures; every field but ``t`` has the runs on its leading axis."""
+
+    t: Array  # steps taken (scalar)
+    theta: Array  # particles (R, N, M)
+    ll: Array  # their log-likelihoods L(theta) (R, N)
+    beta: Array  # current temperature (R,)
+    log_z: Array  # ln Z accumulated so far (R,)
+    schedule: Array  # temperatures reached, NaN-padded (R, max_temperatures + 1)
+    min_ess: Array  # smallest ESS fraction of the incremental weights (R,)
+    evals: Array  # summed mean slice evaluations per move (R,)
+    stuck: Array  # summed fractions of moves left at max_shrinks (R,)
+    n_moves: Array  # moves made (R,)
+
+
 @functools.partial(
     jax.jit,
     static_argnames=(
@@ -147,32 +163,32 @@ def smc_runs(
     theta = jax.random.normal(init_key, (R, N, M), chol.dtype) @ chol.T
     schedule = jnp.full((R, max_temperatures + 1), jnp.nan, chol.dtype).at[:, 0].set(0.0)
     zeros = jnp.zeros(R, chol.dtype)
-    carry = (0, theta, loglik(theta), zeros, zeros, schedule, jnp.ones(R), zeros, zeros, zeros)
+    state = _SMCState(0, theta, loglik(theta), zeros, zeros, schedule, jnp.ones(R), zeros, zeros, zeros)
 
-    def unfinished(c):
-        return jnp.any(c[3] < 1.0) & (c[0] < max_temperatures)
+    def unfinished(c: _SMCState):
+        return jnp.any(c.beta < 1.0) & (c.t < max_temperatures)
 
-    def anneal(c):
-        t, theta, ll, beta, log_z, schedule, min_ess, evals, stuck, n_moves = c
+    def anneal(c: _SMCState) -> _SMCState:
+        t, beta = c.t, c.beta
         active = beta < 1.0
         delta = jax.lax.cond(
             adaptive,
-            lambda: _next_increment(ll, beta, target_ess),
+            lambda: _next_increment(c.ll, beta, target_ess),
             lambda: jnp.full(R, temperatures[t + 1] - temperatures[t]),
         )
         delta = jnp.where(active, delta, 0.0)
-        log_w = delta[:, None] * ll
-        log_z = log_z + logsumexp(log_w, -1) - jnp.log(N)
-        min_ess = jnp.where(active, jnp.minimum(min_ess, _ess_fraction(log_w)), min_ess)
+        log_w = delta[:, None] * c.ll
+        log_z = c.log_z + logsumexp(log_w, -1) - jnp.log(N)
+        min_ess = jnp.where(active, jnp.minimum(c.min_ess, _ess_fraction(log_w)), c.min_ess)
         beta = jnp.where(active & (delta >= 1.0 - beta), 1.0, beta + delta)
-        schedule = schedule.at[:, t + 1].set(jnp.where(active, beta, jnp.nan))
+        schedule = c.schedule.at[:, t + 1].set(jnp.where(active, beta, jnp.nan))
         resample_key, move_key = jax.random.split(jax.random.fold_in(loop_key, t))
         idx = _systematic_resample(resample_key, log_w)
-        theta = jnp.take_along_axis(theta, idx[..., None], 1)
-        ll = jnp.take_along_axis(ll, idx, 1)
+        theta = jnp.take_along_axis(c.theta, idx[..., None], 1)
+        ll = jnp.take_along_axis(c.ll, idx, 1)
 
-        def move(i, c):
-            theta, ll, evals, stuck = c
+        def move(i, m):
+            theta, ll, evals, stuck = m
             theta, ll, n_eval, moved = _elliptical_slice(
                 jax.random.fold_in(move_key, i), theta, ll, beta, chol, loglik, max_shrinks
             )
@@ -186,11 +202,20 @@ def smc_runs(
             jnp.any(beta < 1.0) | move_last, moves, lambda theta, ll: (theta, ll, zeros, zeros), theta, ll
         )
         counted = active & (beta < 1.0)
-        evals = evals + jnp.where(counted, step_evals, 0.0)
-        stuck = stuck + jnp.where(counted, step_stuck, 0.0)
-        n_moves = n_moves + jnp.where(counted, n_mcmc_steps, 0)
-        return t + 1, theta, ll, beta, log_z, schedule, min_ess, evals, stuck, n_moves
+        return _SMCState(
+            t=t + 1,
+            theta=theta,
+            ll=ll,
+            beta=beta,
+            log_z=log_z,
+            schedule=schedule,
+            min_ess=min_ess,
+            evals=c.evals + jnp.where(counted, step_evals, 0.0),
+            stuck=c.stuck + jnp.where(counted, step_stuck, 0.0),
+            n_moves=c.n_moves + jnp.where(counted, n_mcmc_steps, 0),
+        )
 
-    _, theta, _, beta, log_z, schedule, min_ess, evals, stuck, n_moves = jax.lax.while_loop(unfinished, anneal, carry)
-    steps = jnp.sum(jnp.isfinite(schedule), -1) - 1
-    return log_z, steps, schedule, min_ess, jnp.sum(evals), jnp.sum(stuck), jnp.sum(n_moves), beta, theta
+    f = jax.lax.while_loop(unfinished, anneal, state)
+    steps = jnp.sum(jnp.isfinite(f.schedule), -1) - 1
+    totals = jnp.sum(f.evals), jnp.sum(f.stuck), jnp.sum(f.n_moves)
+    return f.log_z, steps, f.schedule, f.min_ess, *totals, f.beta, f.theta
