@@ -62,11 +62,10 @@ def write_json(path: str, payload: dict) -> None:
 def select_report(surface, X, y, source: str, elapsed: float) -> str:
     """The data, the selected hyperparameters, the evidence at the optimum and a training-set summary."""
     best, ev = surface.best, surface.evidence
-    fit = ev.fit
     labels = np.asarray(y)
-    classes = fit.classes
+    classes = np.unique(labels)
     counts = ", ".join(f"{c} (+1)" if i else f"{c} (-1)" for i, c in enumerate(classes))
-    accuracy = float(np.mean(fit.predict(X) == labels))
+    accuracy = float(np.mean(_predicted_labels(ev, X, classes) == labels))
     hyper = [("C", f"{best['C']:.4g}"), ("amplitude k0", f"{best['amplitude']:.4g}"),
              ("offset k_b", f"{best['offset']:.4g}"), ("C k0", f"{best['C_k0']:.4g}")]
     if surface.shape_name is not None:
@@ -85,13 +84,30 @@ def select_report(surface, X, y, source: str, elapsed: float) -> str:
         "training set",
         table([
             ("accuracy", f"{accuracy:.4f}"),
-            ("support vectors", f"{fit.support.size} of {X.shape[0]}"),
-            ("marginal points", f"{ev.n_marginal}"),
+            *([("support vectors", f"{ev.fit.support.size} of {X.shape[0]}"), ("marginal points", f"{ev.n_marginal}")]
+              if ev.fit is not None else [("inducing inputs", f"{ev.low_rank.n_inducing} (low-rank prior)")]),
             *(_search_rows(surface) if surface.method == "search" else _grid_rows(surface)),
             ("time", f"{elapsed:.1f} s"),
         ]),
     ]
     return "\n".join(lines)
+
+
+def _posterior_probability(evidence, X) -> np.ndarray:
+    """P(+1) at X by EP's posterior-averaged probability, what BayesianSVC predicts by default."""
+    from .posterior import Posterior
+
+    posterior = evidence.low_rank if evidence.fit is None else Posterior.from_fit(evidence.fit, "ep")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.asarray(posterior.predict_proba(X))
+
+
+def _predicted_labels(evidence, X, classes) -> np.ndarray:
+    """The training-set labels the selected model predicts: the MAP SVM's, or the low-rank posterior's."""
+    if evidence.fit is not None:
+        return evidence.fit.predict(X)
+    return np.where(_posterior_probability(evidence, X) >= 0.5, classes[1], classes[0])
 
 
 def _how_selected(selection) -> str:
@@ -124,16 +140,12 @@ def _grid_rows(surface) -> list[tuple[str, str]]:
     ]
 
 
-def held_out_report(surface, X_test, y_test) -> str:
+def held_out_report(surface, X_test, y_test, classes) -> str:
     """Scores of the selected model on held-out points: EP's posterior-averaged probabilities (as BayesianSVC)."""
     from .metrics import brier_score, error_rate, expected_calibration_error, negative_log_likelihood
-    from .posterior import Posterior
 
-    fit = surface.evidence.fit
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        p = np.asarray(Posterior.from_fit(fit, "ep").predict_proba(X_test))
-    prediction = np.where(p >= 0.5, fit.classes[1], fit.classes[0])
+    p = _posterior_probability(surface.evidence, X_test)
+    prediction = np.where(p >= 0.5, classes[1], classes[0])
     rows = [
         ("error", f"{error_rate(y_test, prediction):.4f}"),
         ("negative log-likelihood", f"{negative_log_likelihood(y_test, p):.4f}"),

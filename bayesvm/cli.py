@@ -176,13 +176,28 @@ def _selection_options(args) -> dict:
     if args.method == "search":
         if args.plot:
             raise InputError("--plot draws the evidence surface of a grid: add --method grid")
-        return dict(kernel=args.kernel, random_state=args.seed)
+        return dict(kernel=args.kernel, random_state=args.seed, inducing=_inducing(args.inducing))
+    if args.inducing != "auto":
+        raise InputError("--inducing works with the search (--method search)")
     from .selection import GridEstimators, GridOptions
 
     return dict(kernel=args.kernel, method="grid", random_state=args.seed,
                 estimators=GridEstimators(approximation=args.approximation, normalization=args.normalization,
                                           n_samples=args.n_samples),
                 options=GridOptions(refine=not args.no_refine, max_checks=args.max_checks))
+
+
+def _inducing(value: str):
+    """--inducing: 'auto', 'none' or a positive number of inducing inputs."""
+    if value in ("auto", "none"):
+        return None if value == "none" else "auto"
+    try:
+        m = int(value)
+    except ValueError:
+        m = 0
+    if m < 1:
+        raise InputError(f"--inducing must be 'auto', 'none' or a positive integer; got {value!r}")
+    return m
 
 
 def run_select(args) -> int:
@@ -215,7 +230,7 @@ def run_select(args) -> int:
     print_warnings(caught)
     print(select_report(surface, X, y, source, elapsed))
     if held_out is not None:
-        print(held_out_report(surface, *held_out))
+        print(held_out_report(surface, *held_out, classes=np.unique(y)))
     if cv_surface is not None:
         print(cv_report(surface, cv_surface, cv_elapsed, args.folds))
     if args.plot:
@@ -307,6 +322,10 @@ def build_parser() -> argparse.ArgumentParser:
     select.add_argument("--n-samples", type=int, default=1000,
                         help="--method grid: prior draws for --normalization prior (default 1000)")
     select.add_argument("--no-refine", action="store_true", help="--method grid: skip the local refinement")
+    select.add_argument("--inducing", default="auto", metavar="M",
+                        help="the evidence on a low-rank prior through M k-means inducing inputs, O(n M^2): 'auto' "
+                             "(default: the full prior up to 2000 points, 200 inducing inputs above), 'none' (always "
+                             "the full prior) or a number")
     select.add_argument("--no-standardize", action="store_true", help="use the CSV features as they are")
     select.add_argument("--seed", type=int, default=0)
     compare = commands.add_parser("compare", help="Bayesian SVM probabilities against Platt and other calibrators")

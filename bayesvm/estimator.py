@@ -19,6 +19,12 @@ ionosphere at 100 training points), while EP's posterior mean carries the
 scale the evidence chose (NLL 0.23, error 0.066 on the same split; the
 documentation's selection benchmark).
 
+Large training sets: above 2000 points (``n_inducing="auto"``) or whenever
+``n_inducing`` is a number, the evidence and the posterior use a low-rank
+prior through that many k-means inducing inputs (theory: "Large data: a
+low-rank prior"): O(n m^2) time, O(n m) memory. No MAP SVM is fitted then,
+so the attributes that describe it (``fit_``, ``support_``, ...) are None.
+
 Reference: P. Sollich, "Bayesian methods for support vector machines:
 evidence and predictive class probabilities", Machine Learning 46 (2002).
 """
@@ -26,7 +32,7 @@ evidence and predictive class probabilities", Machine Learning 46 (2002).
 from __future__ import annotations
 
 import numpy as np
-from numbers import Real
+from numbers import Integral, Real
 
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.utils import check_random_state
@@ -40,6 +46,7 @@ from .hyperparameters import COORDINATES, kernel_hyperparameters_at
 from .kernels import make_kernel
 from .posterior import APPROXIMATIONS as POSTERIORS
 from .posterior import PROBABILITY_METHODS, ErrorBars, Posterior
+from .search_priors import prior_for
 from .selection import select_hyperparameters
 
 __all__ = ["BayesianSVC"]
@@ -69,7 +76,10 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         (module docstring).
     probability : ``"averaged"`` (default, <Q(+1|theta)>/<nu(theta)>),
         ``"map"`` (plug-in at the posterior mean) or ``"simple"`` (<P(+1|theta)>).
-    random_state : int seed of the tempered-SMC estimates of ln N(D) (deterministic fits).
+    n_inducing : ``"auto"`` (default: the full prior up to 2000 training
+        points, a low-rank prior through 200 k-means inducing inputs above),
+        None (always the full prior) or a number of inducing inputs (module docstring).
+    random_state : int seed of the tempered-SMC estimates of ln N(D) and of the k-means inducing inputs.
 
     Attributes
     ----------
@@ -79,10 +89,12 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     log_evidence_, log_evidence_se_ : ln P(D) and its standard error at them;
         ``evidence_`` the full :class:`~bayesvm.evidence.Evidence` (terms, ln N(D), ...).
     selection_ : the :class:`~bayesvm.search.SearchSelection`, or None when nothing was selected.
-    fit_ : the MAP SVM at the chosen hyperparameters; ``posterior_`` the posterior used for predictions.
+    posterior_ : the posterior used for predictions.
+    inducing_ : the (m, d) inducing inputs of the low-rank prior, or None (the full prior).
+    fit_ : the MAP SVM at the chosen hyperparameters (None on the low-rank path).
     support_ : indices of the MAP SVM's support vectors (alpha > 0); ``support_vectors_`` their inputs;
     dual_coef_ : (1, n_SV) alpha_i y_i of the support vectors (y = +1 for ``classes_[1]``);
-    marginal_ : indices of the marginal points (0 < alpha < C).
+    marginal_ : indices of the marginal points (0 < alpha < C). All four None on the low-rank path.
     """
 
     _parameter_constraints: dict = {
@@ -93,11 +105,12 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         "offset": [Interval(Real, 0, None, closed="neither"), None],
         "posterior": [StrOptions(set(POSTERIORS))],
         "probability": [StrOptions(set(PROBABILITY_METHODS))],
+        "n_inducing": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
     }
 
     def __init__(self, kernel="rbf", C=None, amplitude=None, length_scale=None, offset=None, posterior="ep",
-                 probability="averaged", random_state=0):
+                 probability="averaged", n_inducing="auto", random_state=0):
         self.kernel = kernel
         self.C = C
         self.amplitude = amplitude
@@ -105,6 +118,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self.offset = offset
         self.posterior = posterior
         self.probability = probability
+        self.n_inducing = n_inducing
         self.random_state = random_state
 
     def __sklearn_tags__(self):
@@ -131,14 +145,21 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         shape_name = template.shape_parameter
         fixed = self._fixed(shape_name)
         seed = self._seed()
+        inducing = prior_for(X, self.n_inducing, random_state=seed).evidence_options.get("inducing")
+        if inducing is not None and self.posterior == "laplace":
+            raise ValueError("posterior='laplace' needs the MAP SVM, which the low-rank path does not fit; use "
+                             "posterior='ep' or n_inducing=None")
         if len(fixed) == 3 + (shape_name is not None):
             kernel = template.replace(amplitude=float(self.amplitude), offset=float(self.offset),
                                       **({shape_name: float(self.length_scale)} if shape_name else {}))
-            self.evidence_ = log_evidence(X, y, C=float(self.C), kernel=kernel, random_state=seed)
+            self.evidence_ = log_evidence(X, y, C=float(self.C), kernel=kernel, random_state=seed, inducing=inducing)
             self.selection_ = None
         else:
-            self.selection_ = select_hyperparameters(X, y, kernel=template, grid=fixed, random_state=seed)
+            self.selection_ = select_hyperparameters(X, y, kernel=template, grid=fixed, random_state=seed,
+                                                     inducing=inducing)
             self.evidence_ = self.selection_.evidence
+        self.inducing_ = inducing
+        self._training = (X, y)
         self._set_fitted(shape_name)
         return self
 
@@ -183,25 +204,30 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         if theta.shape != (4,) or not np.all(np.isfinite(theta)):
             raise ValueError(f"theta must be 4 finite log hyperparameters {COORDINATES}; got {theta.tolist()}")
         kernel = self.kernel_.replace(**kernel_hyperparameters_at(self.kernel_, theta))
-        fit = self.fit_
-        y = self.classes_[(fit.y > 0).astype(int)]
-        return float(log_evidence(fit.X, y, C=float(np.exp(theta[0])), kernel=kernel, random_state=self._seed()).total)
+        X, y = self._training
+        return float(log_evidence(X, y, C=float(np.exp(theta[0])), kernel=kernel, random_state=self._seed(),
+                                  inducing=self.inducing_).total)
 
     def _set_fitted(self, shape_name) -> None:
-        fit = self.evidence_.fit
-        self.fit_ = fit
-        self.posterior_ = self.evidence_.posterior if self.posterior == "laplace" else Posterior.from_fit(fit, "ep")
-        self.kernel_ = fit.kernel
-        self.C_ = float(fit.C)
-        self.amplitude_ = float(fit.kernel.amplitude)
-        self.offset_ = float(fit.kernel.offset)
-        self.length_scale_ = float(getattr(fit.kernel, shape_name)) if shape_name is not None else None
+        fit = self.fit_ = self.evidence_.fit
+        if fit is None:  # the low-rank path
+            self.posterior_ = self.evidence_.posterior
+            C, kernel = self.posterior_.C, _with_float_hyperparameters(self.posterior_.predictor.kernel)
+            self.support_ = self.support_vectors_ = self.dual_coef_ = self.marginal_ = None
+        else:
+            self.posterior_ = self.evidence_.posterior if self.posterior == "laplace" else Posterior.from_fit(fit, "ep")
+            C, kernel = fit.C, fit.kernel
+            self.support_ = fit.support
+            self.support_vectors_ = fit.X[fit.support]
+            self.dual_coef_ = (fit.alpha[fit.support] * fit.y[fit.support])[None, :]
+            self.marginal_ = np.flatnonzero(fit.marginal)
+        self.kernel_ = kernel
+        self.C_ = float(C)
+        self.amplitude_ = float(kernel.amplitude)
+        self.offset_ = float(kernel.offset)
+        self.length_scale_ = float(getattr(kernel, shape_name)) if shape_name is not None else None
         self.log_evidence_ = float(self.evidence_.total)
         self.log_evidence_se_ = float(self.evidence_.total_se)
-        self.support_ = fit.support
-        self.support_vectors_ = fit.X[fit.support]
-        self.dual_coef_ = (fit.alpha[fit.support] * fit.y[fit.support])[None, :]
-        self.marginal_ = np.flatnonzero(fit.marginal)
 
     def _inputs(self, X) -> np.ndarray:
         check_is_fitted(self)
@@ -234,3 +260,9 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         """The posterior mean of theta(x), its standard deviation sigma(x), and P(classes_[1]) at mean -+ sigma."""
         X = self._inputs(X)
         return self.posterior_.error_bars(X)
+
+
+def _with_float_hyperparameters(kernel):
+    """The kernel with its continuous hyperparameters as Python floats (the predictor holds JAX scalars)."""
+    return kernel.replace(**{name: float(value) for name, value in kernel.hyperparameters.items()
+                             if not isinstance(value, (int, str))})

@@ -18,8 +18,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._precision import float64, numpy_leaves
-from ._validation import check_inputs, check_kernel, check_positive
+from ._validation import check_inputs, check_kernel, check_labels, check_positive
 from .approximations import (
+    EPNaive,
     NAIVE_ESTIMATORS,
     NORMALIZATION_ESTIMATORS,
     STAND_IN_ESTIMATORS,
@@ -28,10 +29,15 @@ from .approximations import (
     naive_estimator,
     normalization_estimator,
 )
-from .kernels import Kernel, gram_matrix
+from .ep_gradient import zero_sites
+from .ep_low_rank import low_rank_naive_evidence_and_gradient, low_rank_predictor
+from .hyperparameters import coordinates_of
+from .kernels import RBF, Kernel, gram_matrix
+from .low_rank import inducing_inputs, low_rank_prior
+from .normalization_low_rank import annealed_log_normalization_low_rank
 from .laplace import DETERMINANTS, NaiveEvidenceTerms
 from .normalization import normalization_inputs
-from .posterior import Posterior
+from .posterior import LowRankPosterior, Posterior
 from .solver import MapSVM, fit_map
 
 __all__ = ["Evidence", "log_evidence", "log_normalization", "log_naive_evidence", "naive_evidence"]
@@ -60,9 +66,12 @@ class Evidence:
     terms : the parts of the Laplace-style ln Q(D) (None for the others).
     log_normalization, log_normalization_se, normalization_ess : ln N(D), its
         standard error and the effective sample size of its estimator.
-    n_marginal : size of the marginal set at the MAP solution.
+    n_marginal : size of the marginal set at the MAP solution (None on the
+        low-rank path, which fits no MAP SVM).
     approximation, determinant : how ln Q(D) was computed.
-    fit : the MAP SVM.
+    fit : the MAP SVM (None on the low-rank path).
+    low_rank : on the low-rank path, EP's posterior under the low-rank prior
+        (:class:`~bayesvm.posterior.LowRankPosterior`); None otherwise.
     naive_converged : the ln Q(D) estimate is trusted (EP converged; finite).
     normalization_trusted : the ln N(D) estimate is trusted (the sampler's
         independent runs agree; EP converged; enough effective prior draws).
@@ -77,25 +86,26 @@ class Evidence:
     log_normalization: float
     log_normalization_se: float
     normalization_ess: float
-    n_marginal: int
+    n_marginal: int | None
     approximation: str
     determinant: str
     normalization: str
-    fit: MapSVM
+    fit: MapSVM | None
     naive_converged: bool = True
     normalization_trusted: bool = True
+    low_rank: LowRankPosterior | None = None
 
     def __getstate__(self):
         # JAX arrays would unpickle in the precision of the moment (float32 with the flag off): store NumPy
         return numpy_leaves(self.__dict__)
 
     @cached_property
-    def posterior(self) -> Posterior:
-        return Posterior.from_fit(self.fit)
+    def posterior(self) -> Posterior | LowRankPosterior:
+        return self.low_rank if self.fit is None else Posterior.from_fit(self.fit)
 
     @property
     def n(self) -> int:
-        return int(self.fit.X.shape[0])
+        return self.low_rank.n if self.fit is None else int(self.fit.X.shape[0])
 
     def summary(self) -> str:
         """A readable table of the evidence and its terms."""
@@ -112,8 +122,11 @@ class Evidence:
             (f"ln N(D)  (normalisation, {self.normalization})",
              f"{self.log_normalization:12.3f} +- {self.log_normalization_se:.3f}"),
             ("   effective samples", f"{self.normalization_ess:12.1f}"),
-            ("marginal points", f"{self.n_marginal:8d} of {self.n}"),
         ]
+        if self.n_marginal is not None:
+            rows.append(("marginal points", f"{self.n_marginal:8d} of {self.n}"))
+        else:
+            rows.append(("inducing inputs", f"{self.low_rank.n_inducing:8d} for {self.n} points"))
         width = max(len(name) for name, _ in rows)
         return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
 
@@ -225,6 +238,7 @@ def log_evidence(
     n_samples: int = 2000,
     max_inputs: int = 500,
     random_state=0,
+    inducing=None,
 ) -> Evidence:
     """ln P(D | C, kernel) for a data set.
 
@@ -248,7 +262,19 @@ def log_evidence(
         in for Q(x): ``"training"``, ``"gaussian"``, ``"box"`` or an array (see
         :func:`bayesvm.normalization.normalization_inputs`).
     n_samples, max_inputs, random_state : of the sampling estimators.
+    inducing : None (the full n x n prior), or the low-rank prior through
+        inducing inputs (theory: "Large data: a low-rank prior"): their number
+        m (chosen by k-means on X, :func:`bayesvm.low_rank.inducing_inputs`) or
+        an (m, d) array of them. Then ln Q(D) is EP and ln N(D) tempered SMC
+        over the prior's m + 1 weights (:mod:`bayesvm.normalization_low_rank`),
+        both O(n m^2); no MAP SVM is fitted (``fit`` is None) and the posterior
+        is ``low_rank``.
     """
+    if inducing is not None:
+        if (approximation, normalization) != ("ep", "annealed"):
+            raise ValueError("with inducing inputs the evidence is computed by EP (approximation='ep') and "
+                             "tempered SMC (normalization='annealed') only")
+        return _low_rank_log_evidence(X, y, C, kernel, inducing, random_state)
     if approximation not in NAIVE_ESTIMATORS:
         raise ValueError(f"approximation must be one of {tuple(NAIVE_ESTIMATORS)}; got {approximation!r}")
     if normalization not in NORMALIZATION_ESTIMATORS:
@@ -284,6 +310,42 @@ def log_evidence(
         naive_converged=naive.trusted,
         normalization_trusted=norm.trusted,
     )
+
+
+def _low_rank_log_evidence(X, y, C, kernel, inducing, random_state) -> Evidence:
+    """:func:`log_evidence` on the FITC low-rank prior through the inducing inputs (its ``inducing`` parameter)."""
+    X = check_inputs(X)
+    y_pm, _ = check_labels(y, X.shape[0])
+    kernel = RBF() if kernel is None else check_kernel(kernel)
+    C = check_positive(C, "C")
+    if isinstance(inducing, (int, np.integer)) and not isinstance(inducing, bool):
+        Z = inducing_inputs(X, int(inducing), random_state=random_state)
+    else:
+        Z = check_inputs(inducing, name="inducing", n_features=X.shape[1])
+    x = jnp.asarray(coordinates_of(C, kernel))
+    X_, Z_ = jnp.asarray(X), jnp.asarray(Z)
+    naive = low_rank_naive_evidence_and_gradient(x, X_, Z_, jnp.asarray(y_pm), kernel, zero_sites(X.shape[0]),
+                                                 tol=_FULL_EP["tol"], log_z_tol=_FULL_EP["log_z_tol"])
+    with warnings.catch_warnings():  # disagreeing runs are reported through normalization_trusted
+        warnings.simplefilter("ignore", RuntimeWarning)
+        norm = annealed_log_normalization_low_rank(low_rank_prior(kernel, X_, Z_), C, key=random_state)
+    if not bool(naive.converged):
+        warnings.warn("EP for ln Q(D) did not converge; the value is unreliable", RuntimeWarning, stacklevel=4)
+    if not norm.runs_agree:
+        warnings.warn(_UNTRUSTED_NORMALIZATION["annealed"].format(ess=norm.ess, n_runs=norm.n_runs),
+                      RuntimeWarning, stacklevel=4)
+    posterior = LowRankPosterior(low_rank_predictor(x, X_, Z_, kernel, naive.sites), C, X.shape[0])
+    naive_value = float(naive.value)
+    return Evidence(
+        total=naive_value - norm.value, total_se=norm.se, naive=naive_value, naive_se=0.0, terms=None,
+        log_normalization=norm.value, log_normalization_se=norm.se, normalization_ess=norm.ess, n_marginal=None,
+        approximation="ep", determinant="regularized", normalization="annealed", fit=None,
+        naive_converged=bool(naive.converged), normalization_trusted=norm.runs_agree, low_rank=posterior,
+    )
+
+
+#: EP's settings for a reported ln Q(D): the defaults of the ln Q(D) estimator "ep"
+_FULL_EP = {"tol": EPNaive.tol, "log_z_tol": EPNaive.log_z_tol}
 
 
 def _warn_outside_range(terms: NaiveEvidenceTerms, n_marginal: int, n: int, determinant: str) -> None:

@@ -32,6 +32,7 @@ from . import _linalg
 from ._precision import float64, numpy_leaves
 from ._validation import check_inputs
 from .ep import EPResult, ep_log_evidence, ep_predict
+from .ep_low_rank import LowRankEPPredictor, low_rank_predict
 from .tilted import hinge_tilted_moments
 from .kernels import gram_matrix
 from .laplace import LaplaceFactor, laplace_factor, laplace_latent_variance
@@ -44,6 +45,7 @@ __all__ = [
     "PROBABILITY_METHODS",
     "ErrorBars",
     "Posterior",
+    "LowRankPosterior",
     "map_probability",
     "averaged_probability",
     "simple_average_probability",
@@ -126,8 +128,30 @@ class ErrorBars(NamedTuple):
     p_upper: np.ndarray  # P(+1 | theta* + sigma)
 
 
+class _LatentPredictions:
+    """Class probabilities and error bars from a Gaussian latent posterior: ``latent(X)`` and ``C``."""
+
+    @float64
+    def predict_proba(self, X, method: str = "averaged") -> np.ndarray:
+        """P(y = +1 | x) by the named method (module docstring), shape (n_samples,)."""
+        mean, variance = self.latent(X)
+        return np.asarray(predictive_probability(mean, variance, self.C, method))
+
+    @float64
+    def error_bars(self, X) -> ErrorBars:
+        """The posterior mean of theta(x) +- sigma and P(+1) at those ends."""
+        mean, variance = self.latent(X)
+        sigma = np.sqrt(variance)
+        return ErrorBars(
+            theta=mean,
+            sigma=sigma,
+            p_lower=np.asarray(label_probability(mean - sigma, self.C)),
+            p_upper=np.asarray(label_probability(mean + sigma, self.C)),
+        )
+
+
 @dataclass(frozen=True)
-class Posterior:
+class Posterior(_LatentPredictions):
     """Gaussian approximation of the latent posterior of a fitted MAP SVM.
 
     Build it with :meth:`from_fit`; ``factor`` is set for the Laplace-style
@@ -163,6 +187,10 @@ class Posterior:
     def approximation(self) -> str:
         return "laplace" if self.ep is None else "ep"
 
+    @property
+    def C(self) -> float:
+        return float(self.fit.C)
+
     @float64
     def latent(self, X) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and variance of theta(x) at new inputs."""
@@ -175,20 +203,33 @@ class Posterior:
         mean = K_cross @ (self.fit.solution.alpha * jnp.asarray(self.fit.y))
         return np.asarray(mean), np.asarray(laplace_latent_variance(self.factor, K_cross, K_diag))
 
-    @float64
-    def predict_proba(self, X, method: str = "averaged") -> np.ndarray:
-        """P(y = +1 | x) (``+1`` is ``fit.classes[1]``), shape (n_samples,)."""
-        mean, variance = self.latent(X)
-        return np.asarray(predictive_probability(mean, variance, self.fit.C, method))
+
+@dataclass(frozen=True)
+class LowRankPosterior(_LatentPredictions):
+    """EP's Gaussian posterior of theta under a low-rank prior through inducing inputs (:mod:`bayesvm.ep_low_rank`).
+
+    ``predictor`` holds the weight posterior; predictions cost O(m^2) per
+    input. ``n`` is the number of training points, ``C`` the penalty.
+    """
+
+    predictor: LowRankEPPredictor
+    C: float
+    n: int
+
+    def __getstate__(self):
+        return numpy_leaves(self.__dict__)
+
+    @property
+    def approximation(self) -> str:
+        return "ep"
+
+    @property
+    def n_inducing(self) -> int:
+        return int(self.predictor.inducing.shape[0])
 
     @float64
-    def error_bars(self, X) -> ErrorBars:
-        """theta* +- sigma and P(+1) at those ends."""
-        mean, variance = self.latent(X)
-        sigma = np.sqrt(variance)
-        return ErrorBars(
-            theta=mean,
-            sigma=sigma,
-            p_lower=np.asarray(label_probability(mean - sigma, self.fit.C)),
-            p_upper=np.asarray(label_probability(mean + sigma, self.fit.C)),
-        )
+    def latent(self, X) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior mean and variance of theta(x) at new inputs."""
+        X = jnp.asarray(check_inputs(X, n_features=self.predictor.inducing.shape[1]))
+        mean, variance = low_rank_predict(self.predictor, X)
+        return np.asarray(mean), np.maximum(np.asarray(variance), 0.0)

@@ -32,11 +32,12 @@ from scipy.optimize import minimize
 
 from ._json import finite_or_none
 from ._validation import check_labels
-from .ep_gradient import EPSites, ep_naive_evidence_and_gradient, zero_sites
+from .ep_gradient import EPSites, zero_sites
 from .evidence import Evidence
 from .hyperparameters import SearchSpace, kernel_hyperparameters_at, pairwise_distances, penalty_at
 from .kernels import Kernel
-from .normalization_path import NormalizationPath
+from .normalization_path import ReweightedPath
+from .search_priors import FullPrior, InducingPrior
 from .trust import TrustReport, check_point, warn_untrusted
 
 __all__ = [
@@ -133,9 +134,10 @@ class SearchResult:
 class _Objective:
     """-ln P(D) and its gradient over the free coordinates, with warm EP sites carried between calls."""
 
-    def __init__(self, X, y, template, space: SearchSpace, options: SearchOptions, path: NormalizationPath,
-                 progress=None, n_starts: int = 1):
-        self.X, self.y, self.template, self.space, self.options, self.path = X, y, template, space, options, path
+    def __init__(self, X, y, template, space: SearchSpace, options: SearchOptions, prior: FullPrior | InducingPrior,
+                 path: ReweightedPath, progress=None, n_starts: int = 1):
+        self.X, self.y, self.template, self.space, self.options = X, y, template, space, options
+        self.prior, self.path = prior, path
         self.sites: EPSites = zero_sites(X.shape[0])
         self.steps: list[SearchStep] = []
         self.start = 0
@@ -157,11 +159,7 @@ class _Objective:
     def __call__(self, x_free):
         started = time.perf_counter()
         x = self.full(x_free)
-        opts = self.options
-        naive = ep_naive_evidence_and_gradient(
-            jnp.asarray(x), self.X, self.y, self.template, self.sites,
-            damping=opts.ep_damping, tol=opts.ep_tol, log_z_tol=opts.ep_log_z_tol, max_iter=opts.ep_max_iter,
-        )
+        naive = self.prior.naive(jnp.asarray(x), self.X, self.y, self.template, self.sites, self.options)
         feasible = bool(naive.converged)
         # ln N(D) only where ln Q(D) is usable: an anchor far outside the useful region can cost seconds
         norm = self.path.estimate(x) if feasible else None
@@ -214,6 +212,7 @@ def maximize_evidence(
     space: SearchSpace,
     starts: np.ndarray,
     options: SearchOptions = SearchOptions(),
+    prior: FullPrior | InducingPrior = FullPrior(),
     random_state: int = 0,
     progress=None,
 ) -> SearchResult:
@@ -221,15 +220,16 @@ def maximize_evidence(
 
     X, y: training inputs and labels in {-1, +1}; template: the kernel family;
     space: the bounds (fixed coordinates have equal bounds); starts: (k, 4)
-    starting coordinates; progress: called as ``progress(done, total)`` after
-    each evaluation, on a scale of ``options.max_iter`` evaluations per start.
+    starting coordinates; prior: the full prior or a low-rank one
+    (:mod:`bayesvm.search_priors`); progress: called as ``progress(done, total)``
+    after each evaluation, on a scale of ``options.max_iter`` evaluations per start.
     """
     started = time.perf_counter()
     X = jnp.asarray(X, dtype=jnp.float64)
     y = jnp.asarray(y, dtype=jnp.float64)
-    path = NormalizationPath(X, template, key=random_state, annealing=dict(options.annealing))
+    path = prior.normalization_path(X, template, key=random_state, annealing=dict(options.annealing))
     starts = np.atleast_2d(starts)
-    objective = _Objective(X, y, template, space, options, path, progress, len(starts))
+    objective = _Objective(X, y, template, space, options, prior, path, progress, len(starts))
     free = space.free
     messages = []
     for i, start in enumerate(starts):
@@ -313,15 +313,15 @@ def hyperparameter_dict(C: float, kernel: Kernel) -> dict:
 
 
 def select_by_search(X, y, template: Kernel, *, space: SearchSpace, starts: np.ndarray,
-                     options: SearchOptions = SearchOptions(), random_state: int = 0,
-                     progress=None) -> SearchSelection:
+                     options: SearchOptions = SearchOptions(), prior: FullPrior | InducingPrior = FullPrior(),
+                     random_state: int = 0, progress=None) -> SearchSelection:
     """Search, then re-evaluate the starts' end points best first until one passes the tests of :mod:`bayesvm.trust`.
 
     X, y: the training inputs and their two-valued labels (as the user gave them).
     If none passes, the best is returned with warnings that say which test failed.
     """
     y_pm, _ = check_labels(y, X.shape[0])
-    search = maximize_evidence(X, y_pm, template, space=space, starts=starts, options=options,
+    search = maximize_evidence(X, y_pm, template, space=space, starts=starts, options=options, prior=prior,
                                random_state=random_state, progress=progress)
     started = time.perf_counter()
     candidates = [s for s in search.ranked() if np.isfinite(s.log_evidence)]
@@ -333,7 +333,8 @@ def select_by_search(X, y, template: Kernel, *, space: SearchSpace, starts: np.n
     checked = []
     for step in candidates:
         C, kernel = search.hyperparameters(step)
-        evidence, report = check_point(X, y, C, kernel, step.log_normalization, random_state=random_state)
+        evidence, report = check_point(X, y, C, kernel, step.log_normalization, random_state=random_state,
+                                       **prior.evidence_options)
         checked.append((step, C, kernel, evidence, report))
         if report.trusted:
             break

@@ -31,6 +31,7 @@ from .kernels import Kernel
 from .laplace import DETERMINANTS
 from .normalization import normalization_inputs
 from .search import SearchSelection, default_starts, select_by_search
+from .search_priors import prior_for
 from .surface import EvidenceSurface
 
 __all__ = ["METHODS", "GRID_NORMALIZATIONS", "GridEstimators", "GridOptions", "select_hyperparameters"]
@@ -81,6 +82,7 @@ def select_hyperparameters(
     estimators: GridEstimators = GridEstimators(),
     options: GridOptions = GridOptions(),
     cv: int = 5,
+    inducing="auto",
     random_state: int = 0,
     progress: Callable[[int, int], None] | None = None,
 ) -> SearchSelection | EvidenceSurface:
@@ -106,6 +108,11 @@ def select_hyperparameters(
     estimators : the grid's estimators of ln Q(D) and ln N(D) (:class:`GridEstimators`).
     options : the grid's refinement, edge handling and check budget (:class:`~bayesvm.grid_selection.GridOptions`).
     cv : folds of ``method="cv"``.
+    inducing : ``method="search"`` only: the prior the evidence is computed on
+        (:func:`bayesvm.search_priors.prior_for`): ``"auto"`` (default: the full
+        n x n prior up to 2000 training points, a low-rank prior through 200
+        k-means inducing inputs above), None (always the full prior), a number
+        of inducing inputs, or an (m, d) array of them.
     random_state : seed of the samplers and the CV folds.
     progress : called as ``progress(done, total)`` as the work proceeds.
     """
@@ -120,8 +127,11 @@ def select_hyperparameters(
         raise ValueError(f"options must be a GridOptions; got {type(options).__name__}")
     if method == "search":
         space = _search_space(X, template, grid)
-        return select_by_search(X, y, template, space=space, starts=default_starts(space, X, template),
+        prior = prior_for(X, inducing, random_state=random_state)
+        return select_by_search(X, y, template, space=space, starts=default_starts(space, X, template), prior=prior,
                                 random_state=random_state, progress=progress)
+    if inducing not in (None, "auto"):
+        raise ValueError(f"inducing inputs are used by method='search' only; got method={method!r}")
     grid = resolve_grid(grid, X, template)
     problem = GridProblem(
         X=X, y=jnp.asarray(y_pm), template=template, approximation=estimators.approximation,

@@ -55,15 +55,16 @@ class TrustReport(NamedTuple):
 
 
 def check_point(X, y, C: float, kernel: Kernel, search_log_normalization: float,
-                *, random_state=0) -> tuple[Evidence, TrustReport]:
+                *, random_state=0, inducing=None) -> tuple[Evidence, TrustReport]:
     """The evidence at (C, kernel) by :func:`bayesvm.log_evidence`'s defaults, and the tests of the module docstring.
 
     The same call a fixed-hyperparameter :class:`~bayesvm.BayesianSVC` makes, so
-    a selected and a fixed estimator report the same estimator at the same point.
+    a selected and a fixed estimator report the same estimator at the same point;
+    ``inducing`` as in :func:`bayesvm.log_evidence` (the low-rank prior).
     """
     with warnings.catch_warnings():  # failures are reported by the report, once
         warnings.simplefilter("ignore", RuntimeWarning)
-        evidence = log_evidence(X, y, C=C, kernel=kernel, random_state=random_state)
+        evidence = log_evidence(X, y, C=C, kernel=kernel, random_state=random_state, inducing=inducing)
     runs_agree = evidence.normalization_trusted
     agrees = abs(search_log_normalization - evidence.log_normalization) <= max(
         NORMALIZATION_TOLERANCE, 3.0 * evidence.log_normalization_se
