@@ -324,8 +324,10 @@ def _low_rank_log_evidence(X, y, C, kernel, inducing, random_state) -> Evidence:
         Z = check_inputs(inducing, name="inducing", n_features=X.shape[1])
     x = jnp.asarray(coordinates_of(C, kernel))
     X_, Z_ = jnp.asarray(X), jnp.asarray(Z)
+    # one run serves ln Q(D) and the posterior, so it converges the sites (log_z_tol = 0), as the full
+    # path's posterior does
     naive = low_rank_naive_evidence_and_gradient(x, X_, Z_, jnp.asarray(y_pm), kernel, zero_sites(X.shape[0]),
-                                                 tol=_FULL_EP["tol"], log_z_tol=_FULL_EP["log_z_tol"])
+                                                 tol=EPNaive.tol, log_z_tol=0.0)
     with warnings.catch_warnings():  # disagreeing runs are reported through normalization_trusted
         warnings.simplefilter("ignore", RuntimeWarning)
         norm = annealed_log_normalization_low_rank(low_rank_prior(kernel, X_, Z_), C, key=random_state)
@@ -342,10 +344,6 @@ def _low_rank_log_evidence(X, y, C, kernel, inducing, random_state) -> Evidence:
         approximation="ep", determinant="regularized", normalization="annealed", fit=None,
         naive_converged=bool(naive.converged), normalization_trusted=norm.runs_agree, low_rank=posterior,
     )
-
-
-#: EP's settings for a reported ln Q(D): the defaults of the ln Q(D) estimator "ep"
-_FULL_EP = {"tol": EPNaive.tol, "log_z_tol": EPNaive.log_z_tol}
 
 
 def _warn_outside_range(terms: NaiveEvidenceTerms, n_marginal: int, n: int, determinant: str) -> None:
