@@ -77,7 +77,7 @@ import jax.numpy as jnp
 from jax.scipy.linalg import cho_solve, solve_triangular
 
 from ._precision import float64
-from .ep import GaussianPosterior, _ep_loop, _label_sites
+from .ep import GaussianPosterior, _ep_loop, _label_sites, _nu_sites
 from .ep_gradient import EPSites, NaiveEvidenceGradient, _tilted_gradient
 from .hyperparameters import kernel_at, penalty_at
 from .kernels import Kernel
@@ -92,6 +92,8 @@ __all__ = [
     "low_rank_naive_evidence_and_gradient",
     "low_rank_predictor",
     "low_rank_predict",
+    "WeightGaussian",
+    "nu_weight_gaussian",
 ]
 
 
@@ -234,3 +236,37 @@ def low_rank_predict(predictor: LowRankEPPredictor, X_new: Array) -> tuple[Array
     test = low_rank_prior(predictor.kernel, jnp.asarray(X_new, dtype=jnp.float64), predictor.inducing, "fitc")
     W = solve_triangular(predictor.weight_chol, test.V.T, lower=True)
     return test.V @ predictor.weight_mean, jnp.sum(W * W, axis=0) + test.d
+
+
+class WeightGaussian(NamedTuple):
+    """A Gaussian N(mean, scale scale^T) over the weights w, with ln |det scale| and whether EP converged."""
+
+    mean: Array
+    scale: Array
+    log_det_scale: Array
+    converged: Array
+
+
+@float64
+@partial(jax.jit, static_argnames=("max_iter",))
+def nu_weight_gaussian(prior: LowRankPrior, C: Array | float, *, max_iter: int = 200) -> WeightGaussian:
+    """EP's Gaussian approximation of the weights' distribution proportional to N(w; 0, I) prod_i nubar_i(v_i^T w).
+
+    EP with the nu sites (negative precisions allowed) over the low-rank
+    prior; the weight posterior N(m_w, A^-1) with scale L_A^-T (A = L_A L_A^T).
+    Where EP does not converge, or its posterior is improper, the prior
+    N(0, I) itself (``converged`` False). It is the reference distribution the
+    tempered-SMC ln N(D) of :mod:`bayesvm.normalization_low_rank` starts from.
+    """
+    state = _ep_loop(partial(low_rank_posterior, prior), prior_variances(prior), _nu_sites(C), True, 0.5, max_iter,
+                     1e-4, 1e-3)
+    w = _weight_posterior(prior, state.site_precision, state.site_shift)
+    eye = jnp.eye(prior.V.shape[1], dtype=prior.V.dtype)
+    scale = solve_triangular(w.chol, eye, lower=True).T
+    usable = state.converged & jnp.all(jnp.isfinite(scale)) & jnp.all(jnp.isfinite(w.weight_mean))
+    return WeightGaussian(
+        mean=jnp.where(usable, w.weight_mean, 0.0),
+        scale=jnp.where(usable, scale, eye),
+        log_det_scale=jnp.where(usable, -jnp.sum(jnp.log(jnp.diagonal(w.chol))), 0.0),
+        converged=usable,
+    )

@@ -330,7 +330,7 @@ def _low_rank_log_evidence(X, y, C, kernel, inducing, random_state) -> Evidence:
                                                  tol=EPNaive.tol, log_z_tol=0.0)
     with warnings.catch_warnings():  # disagreeing runs are reported through normalization_trusted
         warnings.simplefilter("ignore", RuntimeWarning)
-        norm = annealed_log_normalization_low_rank(low_rank_prior(kernel, X_, Z_), C, key=random_state)
+        norm, _ = annealed_log_normalization_low_rank(low_rank_prior(kernel, X_, Z_), C, key=random_state)
     if not bool(naive.converged):
         warnings.warn("EP for ln Q(D) did not converge; the value is unreliable", RuntimeWarning, stacklevel=4)
     if not norm.runs_agree:

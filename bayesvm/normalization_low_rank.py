@@ -20,6 +20,21 @@ a batch of P particles W (P, r) costs one matrix product W V^T (O(P n r))
 and P n evaluations of ln nubar, in O(n r + P n) memory, against O(n^2) per
 particle and O(n^3) for the factor under the exact prior.
 
+The annealing starts from EP's Gaussian approximation q(w) = N(m, S S^T) of
+the weights' distribution p(w) proportional to N(w; 0, I) prod_i nubar_i(v_i^T w)
+(:func:`bayesvm.ep_low_rank.nu_weight_gaussian`) rather than from the prior:
+with w = m + S z, z ~ N(0, I),
+
+    N(D) = E_z[ p(w) / q(w) ],  ln p(w) - ln q(w) = -|w|^2/2 + |z|^2/2 + ln|det S| + l(w),
+
+so the sampler only has to bridge EP's error, not the whole way from the
+prior to the posterior. Measured on adult at n = 5000, m = 200: at
+C = 0.3, k0 = 1000 annealing from the prior took 26 temperatures, its runs
+disagreed and it ended 266 nats below the EP-started value (-722.9 against
+-456.4 +- 0.1, 3 temperatures, runs agreeing; EP alone: -458.1); at
+C = 1, k0 = 100 both agreed (-634.3, 3 and 2 temperatures). Where EP does
+not converge the prior is the reference.
+
 Along a search, :class:`LowRankNormalizationPath` reweights an anchor's
 particles w_s (the prior on w does not depend on the coordinates x, so they
 need no whitening):
@@ -46,6 +61,7 @@ from .annealing import AnnealingResult, annealed_log_expectation
 from .hyperparameters import MARGIN_RESOLUTION, kernel_at, penalty_at
 from .kernels import Kernel
 from .low_rank import INDUCING_JITTER, KINDS, LowRankPrior, low_rank_prior_at
+from .ep_low_rank import WeightGaussian, nu_weight_gaussian
 from .model import log_nu
 from .normalization_path import _MIN_ESS_FRACTION, Annealed, ReweightedPath
 from .tilted import nu_tilted_moments
@@ -97,20 +113,41 @@ def _checked_prior(prior) -> tuple[Array, Array]:
 
 
 @float64
-def annealed_log_normalization_low_rank(prior: LowRankPrior, C: float, *, key=0, **options) -> AnnealingResult:
+def reference_log_likelihood(z: Array, mean: Array, scale: Array, log_det_scale: Array, V: Array, d: Array,
+                             C: Array | float) -> Array:
+    """ln p(w) - ln q(w) at w = m + S z: the integrand of N(D) = E_{z ~ N(0, I)}[p(w) / q(w)] (module docstring).
+
+    p(w) = N(w; 0, I) prod_i nubar_i(v_i^T w) and q = N(m, S S^T) the reference
+    (``mean``, ``scale``, ``log_det_scale`` = ln |det S|):
+    -|w|^2 / 2 + |z|^2 / 2 + ln |det S| + l(w).
+    """
+    w = mean + z @ scale.T
+    return -0.5 * jnp.sum(w * w, axis=-1) + 0.5 * jnp.sum(z * z, axis=-1) + log_det_scale + low_rank_log_likelihood(
+        w, V, d, C)
+
+
+@float64
+def annealed_log_normalization_low_rank(prior: LowRankPrior, C: float, *, key=0, reference: bool = True,
+                                        **options) -> tuple[AnnealingResult, WeightGaussian]:
     """ln N(D) = ln E_w[prod_i nubar_i(v_i^T w)] under the prior V V^T + diag(d), by tempered SMC over w.
 
     ``prior`` is a :class:`bayesvm.low_rank.LowRankPrior` (V, d) over the n
-    training inputs, e.g. ``low_rank_prior(kernel, X, Z, kind)``; ``options``
-    go to :func:`bayesvm.annealing.annealed_log_expectation` (with
-    ``keep_particles`` the particles are the w, shape (R, N, r)). The
-    estimate is that of the exact prior's route "product" with K replaced by
-    V V^T + diag(d) (module docstring).
+    training inputs, e.g. ``low_rank_prior(kernel, X, Z, kind)``. With
+    ``reference`` (the default) the annealing starts from EP's Gaussian
+    approximation of the weights' distribution
+    (:func:`bayesvm.ep_low_rank.nu_weight_gaussian`), else from the prior
+    N(0, I) (module docstring). ``options`` go to
+    :func:`bayesvm.annealing.annealed_log_expectation`; with ``keep_particles``
+    the particles are the z, w = mean + z scale^T with the returned reference.
     """
     V, d = _checked_prior(prior)
     C = check_positive(C, "C")
-    chol = jnp.eye(V.shape[1], dtype=V.dtype)
-    return annealed_log_expectation(chol, low_rank_log_likelihood, args=(V, d, C), key=key, **options)
+    eye = jnp.eye(V.shape[1], dtype=V.dtype)
+    start = (nu_weight_gaussian(LowRankPrior(V, d), C) if reference
+             else WeightGaussian(jnp.zeros(V.shape[1]), eye, jnp.zeros(()), jnp.asarray(False)))
+    result = annealed_log_expectation(eye, reference_log_likelihood,
+                                      args=(start.mean, start.scale, start.log_det_scale, V, d, C), key=key, **options)
+    return result, start
 
 
 @partial(jax.jit, static_argnames="kind")
@@ -146,10 +183,11 @@ class LowRankPathPrior:
         finite = all(bool(np.all(np.isfinite(np.asarray(a)))) for a in prior)
         if not (finite and float(jitter) <= MARGIN_RESOLUTION):
             return None
-        result = annealed_log_normalization_low_rank(
+        result, reference = annealed_log_normalization_low_rank(
             prior, float(np.exp(x[0])), key=key, keep_particles=True, **annealing
         )
-        return Annealed(result, jnp.reshape(result.particles, (-1, prior.V.shape[1])), None)
+        z = jnp.reshape(result.particles, (-1, prior.V.shape[1]))
+        return Annealed(result, reference.mean + z @ reference.scale.T, None)
 
 
 class LowRankNormalizationPath(ReweightedPath):

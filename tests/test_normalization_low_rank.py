@@ -95,7 +95,7 @@ def test_inducing_inputs_at_the_training_inputs_reproduce_the_exact_prior():
         warnings.simplefilter("ignore", RuntimeWarning)
         with float64_scope():
             prior = low_rank_prior(kernel, jnp.asarray(X), jnp.asarray(X), "fitc")
-            low_rank = annealed_log_normalization_low_rank(prior, C, key=3)
+            low_rank, _ = annealed_log_normalization_low_rank(prior, C, key=3)
             exact = annealed_log_normalization(kernel, C, 70, X, route="product", key=4)
     assert low_rank.runs_agree and exact.runs_agree
     assert abs(low_rank.value - exact.value) < 4 * np.hypot(low_rank.se, exact.se) + 0.02, (low_rank, exact)
@@ -109,7 +109,7 @@ def test_tiny_problem_matches_plain_monte_carlo_over_theta(kind):
     C, kernel = 2.0, RBF(length_scale=0.8, amplitude=2.0, offset=0.3)
     with float64_scope():
         V, d = (np.asarray(a) for a in low_rank_prior(kernel, jnp.asarray(X), jnp.asarray(Z), kind))
-        result = annealed_log_normalization_low_rank((V, d), C, key=0)
+        result, _ = annealed_log_normalization_low_rank((V, d), C, key=0)
     assert V.shape == (4, 2) and (np.min(d) > 0.1 if kind == "fitc" else np.all(d == 0))
     rng = np.random.default_rng(0)
     draws = 2_000_000
@@ -156,7 +156,7 @@ def test_path_reweighting_matches_fresh_low_rank_annealing(low_rank_path_data):
             estimate = path.estimate(x)
             kernel = template.replace(**kernel_hyperparameters_at(template, x))
             prior = low_rank_prior(kernel, jnp.asarray(X), jnp.asarray(Z), "fitc")
-            reference = annealed_log_normalization_low_rank(prior, float(np.exp(x[0])), key=7, n_particles=64)
+            reference, _ = annealed_log_normalization_low_rank(prior, float(np.exp(x[0])), key=7, n_particles=64)
     assert not estimate.anchored and path.n_anchors == 1
     assert reference.runs_agree
     assert abs(estimate.value - reference.value) <= 3 * np.hypot(estimate.se, reference.se) + 0.05
@@ -165,3 +165,19 @@ def test_path_reweighting_matches_fresh_low_rank_annealing(low_rank_path_data):
 def test_path_rejects_an_unknown_kind():
     with pytest.raises(ValueError, match="kind"):
         LowRankNormalizationPath(np.zeros((3, 1)), np.zeros((1, 1)), RBF(), kind="sor")
+
+
+def test_starting_from_ep_estimates_the_same_integral_as_starting_from_the_prior():
+    """The EP reference only changes where the annealing starts: both estimate ln N(D) (independent seeds)."""
+    X = _subsample("breast_cancer", 90)
+    C, kernel = 0.5, RBF(length_scale=6.0, amplitude=30.0, offset=30.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with float64_scope():
+            prior = low_rank_prior(kernel, jnp.asarray(X), jnp.asarray(X[::3]), "fitc")
+            from_ep, reference = annealed_log_normalization_low_rank(prior, C, key=1)
+            from_prior, _ = annealed_log_normalization_low_rank(prior, C, key=2, reference=False)
+    assert bool(reference.converged) and from_ep.runs_agree and from_prior.runs_agree
+    assert abs(from_ep.value - from_prior.value) < 4 * np.hypot(from_ep.se, from_prior.se) + 0.02
+    # starting closer to the target takes no more temperatures
+    assert from_ep.n_temperatures <= from_prior.n_temperatures
