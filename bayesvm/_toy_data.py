@@ -10,7 +10,6 @@ probability Q(+1 | theta(x)), -1 with probability Q(-1 | theta(x)) and
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 
 import jax
@@ -19,7 +18,7 @@ import scipy.linalg
 
 from . import model
 from ._precision import float64
-from ._validation import check_inputs, check_kernel, check_positive
+from ._validation import check_count, check_inputs, check_kernel, check_positive
 from .kernels import Kernel, gram_matrix
 
 __all__ = ["INPUT_DISTRIBUTIONS", "RESTART_MODES", "ToyData", "make_toy"]
@@ -179,12 +178,6 @@ def _draw_labels(theta: np.ndarray, C: float, rng: np.random.Generator) -> np.nd
     return np.where(u < q_plus, 1, np.where(u < q_plus + q_minus, -1, 0))
 
 
-def _check_count(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1; got {value!r}")
-    return int(value)
-
-
 def _check_choice(value, name: str, accepted: tuple[str, ...]) -> str:
     if value not in accepted:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, accepted))}; got {value!r}")
@@ -244,10 +237,10 @@ def make_toy(
 
     Reference: P. Sollich, Machine Learning 46 (2002), section 2.
     """
-    n_samples = _check_count(n_samples, "n_samples")
-    n_features = _check_count(n_features, "n_features")
-    max_candidates = _check_count(max_candidates, "max_candidates")
-    max_attempts = _check_count(max_attempts, "max_attempts")
+    n_samples = check_count(n_samples, "n_samples")
+    n_features = check_count(n_features, "n_features")
+    max_candidates = check_count(max_candidates, "max_candidates")
+    max_attempts = check_count(max_attempts, "max_attempts")
     kernel, C, jitter = check_kernel(kernel), check_positive(C, "C"), check_positive(jitter, "jitter")
     input_distribution = _check_choice(input_distribution, "input_distribution", INPUT_DISTRIBUTIONS)
     restart = _check_choice(restart, "restart", RESTART_MODES)

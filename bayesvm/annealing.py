@@ -59,7 +59,7 @@ from jax.scipy.special import logsumexp
 
 from ._linalg import psd_factor
 from ._precision import float64
-from ._validation import check_inputs, check_kernel, check_labels, check_positive
+from ._validation import check_count, check_inputs, check_kernel, check_labels, check_positive
 from .kernels import Kernel, gram_matrix
 from .model import hinge, log_kappa, log_nu
 from .smc import smc_runs
@@ -229,12 +229,6 @@ def _as_key(key) -> Array:
     raise ValueError(f"key must be an int seed or a jax.random PRNG key; got {key!r}")
 
 
-def _check_count(value, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
-    return int(value)
-
-
 def _check_schedule(temperatures) -> Array:
     beta = np.asarray(temperatures, dtype=np.float64)
     if beta.ndim != 1 or beta.size < 2 or beta[0] != 0.0 or beta[-1] != 1.0 or np.any(np.diff(beta) <= 0):
@@ -327,12 +321,12 @@ def annealed_log_expectation(
 def _sampler_settings(n_particles, n_runs, n_mcmc_steps, target_ess, max_temperatures, max_shrinks) -> dict:
     """The sampler's size and tuning arguments, checked (``ValueError`` otherwise), as keywords of ``smc_runs``."""
     settings = {
-        "n_particles": _check_count(n_particles, "n_particles", 2),
-        "n_runs": _check_count(n_runs, "n_runs", 2),
-        "n_mcmc_steps": _check_count(n_mcmc_steps, "n_mcmc_steps", 1),
+        "n_particles": check_count(n_particles, "n_particles", 2),
+        "n_runs": check_count(n_runs, "n_runs", 2),
+        "n_mcmc_steps": check_count(n_mcmc_steps, "n_mcmc_steps", 1),
         "target_ess": float(target_ess),
-        "max_temperatures": _check_count(max_temperatures, "max_temperatures", 1),
-        "max_shrinks": _check_count(max_shrinks, "max_shrinks", 1),
+        "max_temperatures": check_count(max_temperatures, "max_temperatures", 1),
+        "max_shrinks": check_count(max_shrinks, "max_shrinks", 1),
     }
     if not 0.0 < settings["target_ess"] < 1.0:
         raise ValueError(f"target_ess must lie strictly between 0 and 1; got {settings['target_ess']}")
@@ -427,7 +421,7 @@ def annealed_log_normalization(
     """
     kernel = check_kernel(kernel)
     C = check_positive(C, "C")
-    n = _check_count(n, "n", 1)
+    n = check_count(n, "n", 1)
     X = check_inputs(inputs, name="inputs")
     if route not in ROUTES:
         raise ValueError(f"route must be one of {ROUTES}; got {route!r}")

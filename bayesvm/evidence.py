@@ -252,12 +252,9 @@ def log_evidence(
         ``"sampled"`` (see the module docstring).
     determinant : for ``"laplace"``: ``"regularized"`` det(I + L_m K_m)
         (default) or ``"raw"`` det(L_m K_m).
-    normalization : estimator of ln N(D) (see :func:`log_normalization`):
-        ``"annealed"`` (default: tempered SMC over the n training inputs, the
-        estimator the selection and :class:`~bayesvm.BayesianSVC` report),
-        ``"ep"`` (over the training inputs; fast, but tens of nats low where
-        the latents are strongly correlated), ``"annealed-stand-in"`` or
-        ``"prior"`` (over stand-in inputs; ``"prior"`` is biased low at realistic n).
+    normalization : estimator of ln N(D) (see :func:`log_normalization`);
+        the default ``"annealed"`` is what the selection and
+        :class:`~bayesvm.BayesianSVC` report.
     normalization_inputs_from : for the stand-in methods, the inputs standing
         in for Q(x): ``"training"``, ``"gaussian"``, ``"box"`` or an array (see
         :func:`bayesvm.normalization.normalization_inputs`).

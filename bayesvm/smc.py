@@ -131,6 +131,20 @@ class _SMCState(NamedTuple):
         "move_last",
     ),
 )
+def _mutate(key, theta, ll, beta, chol, loglik, max_shrinks: int, n_steps: int):
+    """``n_steps`` elliptical slice moves of every particle at temperature beta; with the mean likelihood
+    evaluations per move and the share of moves that left a particle in place, summed over the steps, per run."""
+    zeros = jnp.zeros(theta.shape[0], theta.dtype)
+
+    def move(i, m):
+        theta, ll, evals, stuck = m
+        theta, ll, n_eval, moved = _elliptical_slice(jax.random.fold_in(key, i), theta, ll, beta, chol, loglik,
+                                                     max_shrinks)
+        return theta, ll, evals + jnp.mean(n_eval, -1), stuck + jnp.mean(~moved, -1)
+
+    return jax.lax.fori_loop(0, n_steps, move, (theta, ll, zeros, zeros))
+
+
 def smc_runs(
     log_likelihood: Callable,
     chol: Array,
@@ -187,15 +201,8 @@ def smc_runs(
         theta = jnp.take_along_axis(c.theta, idx[..., None], 1)
         ll = jnp.take_along_axis(c.ll, idx, 1)
 
-        def move(i, m):
-            theta, ll, evals, stuck = m
-            theta, ll, n_eval, moved = _elliptical_slice(
-                jax.random.fold_in(move_key, i), theta, ll, beta, chol, loglik, max_shrinks
-            )
-            return theta, ll, evals + jnp.mean(n_eval, -1), stuck + jnp.mean(~moved, -1)
-
         def moves(theta, ll):
-            return jax.lax.fori_loop(0, n_mcmc_steps, move, (theta, ll, zeros, zeros))
+            return _mutate(move_key, theta, ll, beta, chol, loglik, max_shrinks, n_mcmc_steps)
 
         # after the last reweighting the moves only serve callers that keep the particles
         theta, ll, step_evals, step_stuck = jax.lax.cond(
