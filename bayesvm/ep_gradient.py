@@ -31,7 +31,8 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import cho_solve
 
-from .ep import GaussianPosterior, _cavity, _ep_loop_gram, _label_sites, _positive_part
+from .ep import _cavity, _ep_loop_gram, _label_sites
+from .ep_posterior import GaussianPosterior, _positive_part
 from .tilted import label_tilted_moments
 from .hyperparameters import kernel_at, penalty_at
 from .kernels import Kernel

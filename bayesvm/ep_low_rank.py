@@ -77,7 +77,8 @@ import jax.numpy as jnp
 from jax.scipy.linalg import cho_solve, solve_triangular
 
 from ._precision import float64
-from .ep import GaussianPosterior, _ep_loop, _label_sites, _nu_sites
+from .ep import _ep_loop, _label_sites, _nu_sites
+from .ep_posterior import GaussianPosterior
 from .ep_gradient import EPSites, NaiveEvidenceGradient, _tilted_gradient
 from .hyperparameters import kernel_at, penalty_at
 from .kernels import Kernel

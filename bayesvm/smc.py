@@ -118,19 +118,6 @@ class _SMCState(NamedTuple):
     n_moves: Array  # moves made (R,)
 
 
-@functools.partial(
-    jax.jit,
-    static_argnames=(
-        "log_likelihood",
-        "n_particles",
-        "n_runs",
-        "n_mcmc_steps",
-        "target_ess",
-        "max_temperatures",
-        "max_shrinks",
-        "move_last",
-    ),
-)
 def _mutate(key, theta, ll, beta, chol, loglik, max_shrinks: int, n_steps: int):
     """``n_steps`` elliptical slice moves of every particle at temperature beta; with the mean likelihood
     evaluations per move and the share of moves that left a particle in place, summed over the steps, per run."""
@@ -145,6 +132,19 @@ def _mutate(key, theta, ll, beta, chol, loglik, max_shrinks: int, n_steps: int):
     return jax.lax.fori_loop(0, n_steps, move, (theta, ll, zeros, zeros))
 
 
+@functools.partial(
+    jax.jit,
+    static_argnames=(
+        "log_likelihood",
+        "n_particles",
+        "n_runs",
+        "n_mcmc_steps",
+        "target_ess",
+        "max_temperatures",
+        "max_shrinks",
+        "move_last",
+    ),
+)
 def smc_runs(
     log_likelihood: Callable,
     chol: Array,
