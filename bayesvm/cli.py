@@ -324,7 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
     select.add_argument("--no-refine", action="store_true", help="--method grid: skip the local refinement")
     select.add_argument("--inducing", default="auto", metavar="M",
                         help="the evidence on a low-rank prior through M k-means inducing inputs, O(n M^2): 'auto' "
-                             "(default: the full prior up to 2000 points, 200 inducing inputs above), 'none' (always "
+                             "(default: the full prior up to 5000 points, 200 inducing inputs above), 'none' (always "
                              "the full prior) or a number")
     select.add_argument("--no-standardize", action="store_true", help="use the CSV features as they are")
     select.add_argument("--seed", type=int, default=0)

@@ -19,7 +19,7 @@ ionosphere at 100 training points), while EP's posterior mean carries the
 scale the evidence chose (NLL 0.23, error 0.066 on the same split; the
 documentation's selection benchmark).
 
-Large training sets: above 2000 points (``n_inducing="auto"``) or whenever
+Large training sets: above 5000 points (``n_inducing="auto"``) or whenever
 ``n_inducing`` is a number, the evidence and the posterior use a low-rank
 prior through that many k-means inducing inputs (theory: "Large data: a
 low-rank prior"): O(n m^2) time, O(n m) memory. No MAP SVM is fitted then,
@@ -76,7 +76,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         (module docstring).
     probability : ``"averaged"`` (default, <Q(+1|theta)>/<nu(theta)>),
         ``"map"`` (plug-in at the posterior mean) or ``"simple"`` (<P(+1|theta)>).
-    n_inducing : ``"auto"`` (default: the full prior up to 2000 training
+    n_inducing : ``"auto"`` (default: the full prior up to 5000 training
         points, a low-rank prior through 200 k-means inducing inputs above),
         None (always the full prior) or a number of inducing inputs (module docstring).
     random_state : int seed of the tempered-SMC estimates of ln N(D) and of the k-means inducing inputs.

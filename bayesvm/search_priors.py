@@ -35,9 +35,11 @@ from .normalization_path import NormalizationPath, ReweightedPath
 
 __all__ = ["FullPrior", "InducingPrior", "LowRankNotice", "prior_for", "AUTO_INDUCING_ABOVE", "DEFAULT_INDUCING"]
 
-#: with ``inducing="auto"``, the low-rank prior is used above this many training points (the full search took
-#: about 37 s at n = 800 and grows as n^1.6 on the 2-core benchmark machine: minutes beyond this)
-AUTO_INDUCING_ABOVE = 2000
+#: with ``inducing="auto"``, the low-rank prior is used above this many training points. Measured on the 2-core
+#: development machine (adult, benchmarks/large_n.py): at n = 1000 the full search took 69 s and the low-rank one
+#: 346 s, so below this the full prior is both exact and faster; its time grows as about n^1.6 (15 min projected
+#: at 5000) and its memory as n^2 (several n x n matrices: about 4 GiB near n = 10,000)
+AUTO_INDUCING_ABOVE = 5000
 #: the number of inducing inputs ``"auto"`` chooses
 DEFAULT_INDUCING = 200
 
