@@ -141,6 +141,15 @@ def _in_batches(run: Callable, *per_cell: np.ndarray):
     return jax.tree_util.tree_map(lambda *v: np.concatenate(v), *outputs)
 
 
+def _ep_estimate(cells: Cells, sites: str, tol: float, log_z_tol: float) -> Estimate:
+    """ln Z by EP at every cell (:func:`bayesvm.ep.ep_log_z_batch`, ``sites`` "labels" or "nu"), trusted where converged."""
+    base = cells.base + cells.offset_ratio
+    y = cells.y if sites == "labels" else None
+    out = _in_batches(lambda a, c: ep_log_z_batch(base, a, c, y, sites=sites, tol=tol, log_z_tol=log_z_tol),
+                      cells.amplitude, cells.C)
+    return Estimate(out.log_z, np.zeros(cells.size), out.converged, {"n_iter": out.n_iter})
+
+
 # ---------------------------------------------------------------------------
 # ln Q(D)
 
@@ -153,10 +162,7 @@ class EPNaive:
     tol: float = 1e-8
 
     def __call__(self, cells: Cells) -> Estimate:
-        base = cells.base + cells.offset_ratio
-        out = _in_batches(lambda a, c: ep_log_z_batch(base, a, c, cells.y, sites="labels", tol=self.tol,
-                                                      log_z_tol=self.log_z_tol), cells.amplitude, cells.C)
-        return Estimate(out.log_z, np.zeros(cells.size), out.converged, {"n_iter": out.n_iter})
+        return _ep_estimate(cells, "labels", self.tol, self.log_z_tol)
 
 
 @dataclass(frozen=True)
@@ -170,17 +176,21 @@ class LaplaceNaive:
             raise ValueError(f"determinant must be one of {DETERMINANTS}; got {self.determinant!r}")
 
     def __call__(self, cells: Cells) -> Estimate:
+        # the MAP solution depends on (C, k0) only through the box P = C k0: solve the dual on base + r with box
+        # P (one matrix for the whole batch) and rescale, alpha = b C / P (theory: "Hyperparameter selection")
         base = cells.base + cells.offset_ratio
-        solutions = _in_batches(lambda a, c: solve_dual_batch(a[:, None, None] * base, cells.y, c),
-                                cells.amplitude, cells.C)
+        boxes = cells.amplitude * cells.C
+        solutions = _in_batches(lambda P: solve_dual_batch(jnp.broadcast_to(base, (P.shape[0], *base.shape)),
+                                                           cells.y, P), boxes)
         terms = []
         for b in range(cells.size):
             solution = jax.tree_util.tree_map(lambda v, b=b: jnp.asarray(v[b]), solutions)
+            solution = solution._replace(alpha=solution.alpha / cells.amplitude[b])
             K = cells.prior(b)
             size = _linalg.buffer_size(int(np.sum(solution.marginal)), K.shape[0])
             factor = laplace_factor(K, solution, cells.C[b], size)
             terms.append(laplace_log_naive_evidence(K, cells.y, cells.C[b], solution, factor, self.determinant))
-        terms = NaiveEvidenceTerms(*(np.array([float(t[i]) for t in terms]) for i in range(len(NaiveEvidenceTerms._fields))))
+        terms = NaiveEvidenceTerms(*(np.array(column, dtype=np.float64) for column in zip(*terms)))
         return Estimate(terms.value, np.zeros(cells.size), np.isfinite(terms.value), {"terms": terms._asdict()})
 
 
@@ -259,10 +269,7 @@ class EPNormalization:
     tol: float = 1e-8
 
     def __call__(self, cells: Cells) -> Estimate:
-        base = cells.base + cells.offset_ratio
-        out = _in_batches(lambda a, c: ep_log_z_batch(base, a, c, sites="nu", tol=self.tol, log_z_tol=self.log_z_tol),
-                          cells.amplitude, cells.C)
-        return Estimate(out.log_z, np.zeros(cells.size), out.converged, {"n_iter": out.n_iter})
+        return _ep_estimate(cells, "nu", self.tol, self.log_z_tol)
 
 
 @dataclass(frozen=True)
