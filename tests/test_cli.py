@@ -29,6 +29,7 @@ def toy():
     return X, y
 
 
+@pytest.mark.slow
 def test_select_csv_prints_table_and_writes_json_and_plot(tmp_path, toy, capsys):
     X, y = toy
     data = write_csv(tmp_path / "toy.csv", X, y)

@@ -155,6 +155,7 @@ def test_low_effective_sample_size_warns():
         log_normalization(kernel=RBF(0.1, 5.0, 1.0), C=2.0, n=300, inputs=X, method="prior", n_samples=200)
 
 
+@pytest.mark.slow
 def test_laplace_warning_follows_the_measured_marginal_share():
     """Laplace warns exactly above LAPLACE_MARGINAL_SHARE marginal points (docs/evidence-accuracy.md); EP never does."""
     rng = np.random.default_rng(4)
@@ -211,6 +212,7 @@ def test_log_normalization_bad_arguments():
         log_normalization(kernel=RBF(), C=1.0, n=3, inputs=np.zeros((2, 1)))  # the default integrates over the n inputs
 
 
+@pytest.mark.slow
 def test_log_normalization_default_is_accurate_on_the_1d_toy_at_n_500():
     """The default estimator against an independent annealed reference (another seed, twice the particles).
 

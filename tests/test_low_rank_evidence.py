@@ -23,6 +23,7 @@ def data():
 KERNEL = RBF(length_scale=6.0, amplitude=30.0, offset=30.0)
 
 
+@pytest.mark.slow
 def test_inducing_at_every_training_input_reproduces_the_full_evidence(data):
     """With Z = X the FITC prior is the exact prior: ln Q(D) equal, ln N(D) within the samplers' errors."""
     X, y, X_test, _ = data
@@ -38,6 +39,7 @@ def test_inducing_at_every_training_input_reproduces_the_full_evidence(data):
     np.testing.assert_allclose(var_low, var_full, rtol=1e-5, atol=1e-8)
 
 
+@pytest.mark.slow
 def test_low_rank_evidence_converges_to_the_full_one_as_m_grows(data):
     """k-means inducing inputs: the evidence error shrinks with m and is within half a nat at m = 80 of 120."""
     X, y, _, _ = data

@@ -87,6 +87,7 @@ def test_smoothed_nu_where_the_mills_ratio_argument_is_near_37_6():
             assert all(np.isfinite(float(g)) for g in grads)
 
 
+@pytest.mark.slow
 def test_inducing_inputs_at_the_training_inputs_reproduce_the_exact_prior():
     """Z = X: FITC's V V^T + diag(d) is K itself, so ln N(D) must agree with the exact prior's annealing."""
     X = _subsample("breast_cancer", 70)
@@ -143,6 +144,7 @@ def test_path_gradient_is_the_gradient_of_its_estimate(low_rank_path_data):
     np.testing.assert_allclose(estimate.gradient, numeric, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_path_reweighting_matches_fresh_low_rank_annealing(low_rank_path_data):
     X, Z = low_rank_path_data
     template = RBF()
@@ -167,6 +169,7 @@ def test_path_rejects_an_unknown_kind():
         LowRankNormalizationPath(np.zeros((3, 1)), np.zeros((1, 1)), RBF(), kind="sor")
 
 
+@pytest.mark.slow
 def test_starting_from_ep_estimates_the_same_integral_as_starting_from_the_prior():
     """The EP reference only changes where the annealing starts: both estimate ln N(D) (independent seeds)."""
     X = _subsample("breast_cancer", 90)

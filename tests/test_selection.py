@@ -154,6 +154,7 @@ def test_grid_edge_optimum_warns_and_extends(data):
         select_on_grid(X, y, grid, refine=False, max_extensions=0, on_edge="raise")
 
 
+@pytest.mark.slow
 def test_cv_method_matches_hand_rolled_stratified_kfold(data):
     X, y = data
     grid = {"length_scale": [0.7, 2.0], "C_k0": [0.5, 5.0, 50.0]}
