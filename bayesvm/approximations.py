@@ -58,7 +58,7 @@ from .annealing import (
 from .ep import ep_log_z_batch
 from .laplace import DETERMINANTS, NaiveEvidenceTerms, laplace_factor, laplace_log_naive_evidence
 from .normalization import draws_from_base, log_normalization_from_draws
-from .solver import solve_dual_batch
+from .solver import solve_dual_boxes
 
 __all__ = [
     "Cells",
@@ -176,12 +176,9 @@ class LaplaceNaive:
             raise ValueError(f"determinant must be one of {DETERMINANTS}; got {self.determinant!r}")
 
     def __call__(self, cells: Cells) -> Estimate:
-        # the MAP solution depends on (C, k0) only through the box P = C k0: solve the dual on base + r with box
-        # P (one matrix for the whole batch) and rescale, alpha = b C / P (theory: "Hyperparameter selection")
+        # one matrix for the whole batch: the dual on base + r with box P = C k0, then alpha = b / k0
         base = cells.base + cells.offset_ratio
-        boxes = cells.amplitude * cells.C
-        solutions = _in_batches(lambda P: solve_dual_batch(jnp.broadcast_to(base, (P.shape[0], *base.shape)),
-                                                           cells.y, P), boxes)
+        solutions = _in_batches(lambda P: solve_dual_boxes(base, cells.y, P), cells.amplitude * cells.C)
         terms = []
         for b in range(cells.size):
             solution = jax.tree_util.tree_map(lambda v, b=b: jnp.asarray(v[b]), solutions)

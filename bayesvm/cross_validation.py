@@ -11,13 +11,12 @@ from __future__ import annotations
 import itertools
 import warnings
 
-import jax.numpy as jnp
 import numpy as np
 from sklearn.model_selection import StratifiedKFold
 
 from .grid import Grid, GridEdgeWarning, edge_axes
 from .grid_selection import GridProblem, argmax, hyperparameters
-from .solver import solve_dual_batch
+from .solver import solve_dual_boxes
 from .surface import EvidenceSurface
 
 __all__ = ["select_by_cv"]
@@ -31,8 +30,7 @@ def cv_errors(problem: GridProblem, grid: Grid, folds, progress=None) -> np.ndar
     for done, ((i, shape), (j, ratio), (train, test)) in enumerate(tasks, start=1):
         Kt = problem.base(float(shape)) + ratio
         K_train = Kt[np.ix_(train, train)]
-        batch = solve_dual_batch(jnp.broadcast_to(K_train, (grid.C_k0.size, *K_train.shape)), y[train],
-                                 jnp.asarray(grid.C_k0))
+        batch = solve_dual_boxes(K_train, y[train], grid.C_k0)
         theta = np.asarray(Kt[np.ix_(test, train)] @ (batch.alpha * y[train]).T)  # (n_test, nP)
         errors[i, j] += np.sum(np.where(theta >= 0, 1.0, -1.0) != y[test][:, None], axis=0)
         if progress is not None:

@@ -45,7 +45,7 @@ from .grid_checks import GridChecks, cell_key, warn_degenerate
 from .hyperparameters import max_amplitude
 from .kernels import Kernel, gram_matrix
 from .laplace import NaiveEvidenceTerms
-from .solver import DualSolution, MapSVM, solve_dual_batch
+from .solver import DualSolution, MapSVM, solve_dual_boxes
 from .surface import EvidenceSurface
 
 __all__ = ["GridOptions", "GridProblem", "select_on_grid"]
@@ -166,7 +166,7 @@ class GridProblem:
         for start in range(0, len(missing), _SOLVE_BATCH):
             chunk = missing[start : start + _SOLVE_BATCH]
             boxes = chunk + chunk[-1:] * (_SOLVE_BATCH - len(chunk))
-            batch = solve_dual_batch(jnp.broadcast_to(Kt, (_SOLVE_BATCH, *Kt.shape)), self.y, jnp.asarray(boxes))
+            batch = solve_dual_boxes(Kt, self.y, boxes)
             for i, p in enumerate(chunk):
                 self._solutions[(shape, ratio, p)] = jax.tree_util.tree_map(lambda v, i=i: v[i], batch)
         return jax.tree_util.tree_map(lambda *v: jnp.stack(v), *(self._solutions[(shape, ratio, p)] for p in P))

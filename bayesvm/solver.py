@@ -58,7 +58,7 @@ from .kernels import RBF, Kernel, gram_matrix
 
 Array = jax.Array
 
-__all__ = ["DualSolution", "MapSVM", "solve_dual", "solve_dual_batch", "fit_map", "kkt_violation"]
+__all__ = ["DualSolution", "MapSVM", "solve_dual", "solve_dual_batch", "solve_dual_boxes", "fit_map", "kkt_violation"]
 
 #: tolerance of the coordinate-ascent phase before the first exact polish
 _INITIAL_ASCENT_TOL = 0.1
@@ -249,6 +249,19 @@ def solve_dual_batch(
     ascend = partial(_ascend_batch, strategy=strategy)
     finish = partial(_finish_batch, strategy=strategy)
     return _solve_adaptive(ascend, finish, K, jnp.asarray(y, dtype=K.dtype), C, tol, max_iter)
+
+
+def solve_dual_boxes(K: Array, y: Array, boxes: Array, **options) -> DualSolution:
+    """:func:`solve_dual_batch` on one (n, n) Gram matrix ``K`` for each box in ``boxes`` (shape (B,)).
+
+    With K = k0 K_1 the MAP solution depends on (C, k0) only through the box
+    P = C k0: the dual on K_1 with box P gives b, and alpha = b / k0 (theory:
+    "Hyperparameter selection"). So one Gram matrix serves a whole line of
+    hyperparameters.
+    """
+    K = jnp.asarray(K)
+    boxes = jnp.asarray(boxes, dtype=K.dtype)
+    return solve_dual_batch(jnp.broadcast_to(K, (boxes.shape[0], *K.shape)), y, boxes, **options)
 
 
 @dataclass(frozen=True)
