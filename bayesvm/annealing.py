@@ -47,7 +47,6 @@ The three uses in bayesvm (theory: "Annealing: tempered sequential Monte Carlo")
 from __future__ import annotations
 
 import dataclasses
-import functools
 import numbers
 import warnings
 from collections.abc import Callable
@@ -57,7 +56,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import logsumexp
 
-from ._linalg import psd_factor
+from . import _linalg
+from ._linalg import problem_size, psd_factor
 from ._precision import float64
 from ._validation import check_count, check_inputs, check_kernel, check_labels, check_positive
 from .kernels import Kernel, gram_matrix
@@ -161,21 +161,10 @@ def product_route_log_likelihood(theta: Array, C: Array | float, mask: Array | N
     return jnp.sum(terms if mask is None else mask * terms)
 
 
-def padded_size(n: int) -> int:
-    """n rounded up to one of about eight sizes per doubling (at most 12.5% padding, at least 8).
-
-    Problems of nearby sizes then share one compiled sampler.
-    """
-    step = max(1, 1 << max(0, n.bit_length() - 4))
-    return max(8, -(-n // step) * step)
-
-
-@functools.partial(jax.jit, static_argnames=("size",))
 def _padded(chol: Array, size: int) -> tuple[Array, Array]:
-    """The factor with an identity block appended (independent N(0, 1) padding entries) and the 0/1 mask."""
+    """The factor padded to blockdiag(chol, I) (independent N(0, 1) padding entries) and the 0/1 data mask."""
     n = chol.shape[0]
-    padded = jnp.eye(size, dtype=chol.dtype).at[:n, :n].set(chol)
-    return padded, (jnp.arange(size) < n).astype(chol.dtype)
+    return _linalg.pad_gram(chol, size), _linalg.padding_mask(n, size).astype(chol.dtype)
 
 
 @float64
@@ -415,7 +404,7 @@ def annealed_log_normalization(
 
     ``chol`` (optional) is the :func:`prior_factor` of ``kernel(inputs)``, to
     reuse one factor; ``options`` go to :func:`annealed_log_expectation`.
-    Route "product" pads the prior to :func:`padded_size` (n) with independent
+    Route "product" pads the prior to :func:`bayesvm._linalg.problem_size` (n) with independent
     entries that the likelihood leaves out, which does not change the
     integral, so data sets of nearby sizes share one compilation.
     """
@@ -432,7 +421,7 @@ def annealed_log_normalization(
     chol = prior_factor(gram_matrix(kernel, jnp.asarray(X))) if chol is None else _check_chol(chol, X.shape[0])
     if route == "mean":
         return annealed_log_expectation(chol, mean_route_log_likelihood, args=(C, n), key=key, **options)
-    chol, mask = _padded(chol, padded_size(n))
+    chol, mask = _padded(chol, problem_size(n))
     return annealed_log_expectation(chol, product_route_log_likelihood, args=(C, mask), key=key, **options)
 
 

@@ -51,7 +51,6 @@ from .annealing import (
     annealed_log_expectation,
     annealed_log_naive_evidence,
     mean_route_log_likelihood,
-    padded_size,
     prior_factor,
     product_route_log_likelihood,
 )
@@ -222,7 +221,7 @@ class AnnealedNormalization:
     """ln E_theta[prod_i nu(theta_i)] over the training inputs by tempered SMC (route "product").
 
     One square-root factor of base + r serves every cell (scaled by sqrt(k0));
-    the prior is padded to :func:`bayesvm.annealing.padded_size` (n) so that
+    the prior is padded to :func:`bayesvm._linalg.problem_size` (n) so that
     nearby n share one compilation. ``options`` go to the sampler (its
     budget); runs that disagree mark the cell untrusted (biased low).
     """
@@ -232,7 +231,7 @@ class AnnealedNormalization:
 
     def __call__(self, cells: Cells) -> Estimate:
         factor = prior_factor(cells.base + cells.offset_ratio)
-        size = padded_size(cells.n)
+        size = _linalg.problem_size(cells.n)
         with warnings.catch_warnings():  # a low run ESS shows up as trusted=False and a large se
             warnings.simplefilter("ignore", RuntimeWarning)
             results = []

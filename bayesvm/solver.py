@@ -221,13 +221,27 @@ def _finish_batch(K, y, C, alpha, theta, n_iter, tol, max_iter, max_free, strate
 
 
 def _solve_adaptive(ascend, finish, K, y, C, tol, max_iter):
-    """Both phases with a free-set buffer sized from the first phase's free count."""
+    """Both phases on the padded problem, with a free-set buffer sized from the first phase's free count.
+
+    K (n, n) or (B, n, n) is padded to blockdiag(K, I) of size
+    :func:`bayesvm._linalg.problem_size` (n), so that nearby n share one
+    compiled program, with label +1 at the padding. The dual is separable
+    across the two blocks: each padding point solves its own one-point dual
+    (alpha = min(1, C), KKT violation zero) and the data points' solution is
+    that of the unpadded problem; the padding is trimmed off (``n_iter``
+    counts the padding points' single steps too).
+    """
     n = K.shape[-1]
-    max_iter = _default_max_iter(n) if max_iter is None else max_iter
+    size = _linalg.problem_size(n)
+    K = _linalg.pad_gram(K, size)
+    y = jnp.where(_linalg.padding_mask(n, size), _linalg.pad_vector(y, size), 1.0)
+    max_iter = _default_max_iter(size) if max_iter is None else max_iter
     alpha, theta, n_iter = ascend(K, y, C, tol, max_iter=max_iter)
     n_free = int(jnp.max(jnp.sum((alpha > 0) & (alpha < jnp.expand_dims(C, -1)), axis=-1)))
-    max_free = _linalg.buffer_size(n_free, n)
-    return finish(K, y, C, alpha, theta, n_iter, tol, max_iter=max_iter, max_free=max_free)
+    max_free = _linalg.buffer_size(n_free, size)
+    solution = finish(K, y, C, alpha, theta, n_iter, tol, max_iter=max_iter, max_free=max_free)
+    return solution._replace(alpha=solution.alpha[..., :n], theta=solution.theta[..., :n],
+                             marginal=solution.marginal[..., :n])
 
 
 @float64

@@ -348,6 +348,43 @@ def test_vmap_over_gram_and_C_batches_and_determinism():
     np.testing.assert_array_equal(batched.site_precision, again.site_precision)
 
 
+def test_problem_sizes_cover_n_with_bounded_padding():
+    from bayesvm._linalg import SMALLEST_PROBLEM_SIZE, problem_size
+
+    sizes = [problem_size(n) for n in range(1, 5000)]
+    assert all(size >= n for n, size in enumerate(sizes, start=1))
+    assert all(a <= b for a, b in zip(sizes, sizes[1:]))
+    assert all(size <= max(SMALLEST_PROBLEM_SIZE, 1.125 * n) for n, size in enumerate(sizes, start=1))
+    assert len(set(sizes)) <= 8 * 7  # eight per doubling from 64 to 8192
+
+
+def test_padding_to_the_compiled_size_changes_nothing():
+    # The entry points pad n to a shared compiled size (here 65 -> 72) with flat sites under a
+    # unit-variance prior block. Reference: EP's own loop on the unpadded problem.
+    from bayesvm.ep import _ep_loop_gram, _label_sites, _nu_sites, run_ep
+
+    K, X = rbf_gram(65, 3.0, seed=21)
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    with float64_scope():
+        K = jnp.asarray(K)
+        for padded, (moments, negative) in [
+            (ep_log_evidence(K, y, 2.0), (_label_sites(jnp.asarray(y), 2.0), False)),
+            (ep_log_normalization(K, 2.0), (_nu_sites(2.0), True)),
+        ]:
+            reference = jax.jit(lambda K: run_ep(K, moments, negative, 0.5, 200, 1e-8, 0.0))(K)
+            assert int(padded.n_iter) == int(reference.n_iter)
+            assert bool(padded.converged) == bool(reference.converged)
+            assert float(padded.log_z) == pytest.approx(float(reference.log_z), rel=1e-10, abs=1e-10)
+            for name in ("mean", "variance", "site_precision", "site_shift"):
+                np.testing.assert_allclose(getattr(padded, name), getattr(reference, name), rtol=1e-9, atol=1e-12)
+            for got, want in zip(padded.predictor, reference.predictor):
+                np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+        batch = ep_log_z_batch(K, np.array([30.0]), np.array([0.5]), None, sites="nu")
+        reference = jax.jit(lambda K: _ep_loop_gram(K, _nu_sites(0.5), True, 0.5, 200, 1e-4, 1e-3))(30.0 * K)
+        assert float(batch.log_z[0]) == pytest.approx(float(reference.log_z), rel=1e-10, abs=1e-10)
+        assert int(batch.n_iter[0]) == int(reference.n_iter)
+
+
 def test_label_site_precisions_are_nonnegative_and_iterations_bounded():
     K, X = rbf_gram(5, 5.0, seed=9)
     result = ep_log_evidence(K, np.sign(X[:, 0]), 1.0, max_iter=3)
