@@ -15,6 +15,13 @@ off). The command's own cache stays off in the test process
 and it would otherwise move the cache directory for every later test.
 Precision is not touched: the package scopes float64 to its own entry
 points, and the tests check that.
+
+The suite runs in two worker processes (pytest-xdist, set in pyproject's
+``addopts``; ``-n 0`` for one process): most of its time is XLA compiling,
+one program at a time per process. Each test module stays in one worker, so
+its programs are compiled once; the workers share the persistent cache. On
+an accelerator each worker allocates device memory as it needs it instead of
+preallocating most of it.
 """
 
 import os
@@ -26,6 +33,7 @@ import pytest
 
 def pytest_configure(config):
     os.environ.setdefault("BAYESVM_NO_CACHE", "1")
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     if os.environ.get("BAYESVM_TEST_CACHE", "1") == "0":
         return
     base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
