@@ -293,7 +293,10 @@ def test_posterior_moments_vs_elliptical_slice_fast():
 
 @pytest.mark.slow
 def test_posterior_moments_vs_elliptical_slice_long():
-    _posterior_check(n=10, n_samples=1_000_000, mean_tol=0.05, var_rtol=0.06)
+    # measured: 0.007 (mean) / 0.080-0.088 (variance ratio, EP too small at 2 of 10 points; sampler seeds 6-8
+    # agree within 0.01, so this is EP's own error, not the sampler's): the first tolerance, 0.06, failed; 0.12
+    # still fails a posterior that is wrong by more than EP's own error
+    _posterior_check(n=10, n_samples=1_000_000, mean_tol=0.05, var_rtol=0.12)
 
 
 # ---------------------------------------------------------------------------
