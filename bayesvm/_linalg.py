@@ -41,10 +41,9 @@ def problem_size(n: int) -> int:
     return max(SMALLEST_PROBLEM_SIZE, -(-n // step) * step)
 
 
-@functools.partial(jax.jit, static_argnames=("n", "size"))
-def padding_mask(n: int, size: int) -> Array:
-    """(size,) bool: True at the ``n`` data entries, False at the padding."""
-    return jnp.arange(size) < n
+def padding_mask(n: int, size: int) -> np.ndarray:
+    """(size,) bool: True at the ``n`` data entries, False at the padding (a constant, also under jit)."""
+    return np.arange(size) < n
 
 
 def unit_padding(K: Array, mask: Array) -> Array:

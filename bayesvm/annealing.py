@@ -57,7 +57,7 @@ import numpy as np
 from jax.scipy.special import logsumexp
 
 from . import _linalg
-from ._linalg import problem_size, psd_factor
+from ._linalg import psd_factor
 from ._precision import float64
 from ._validation import check_count, check_inputs, check_kernel, check_labels, check_positive
 from .kernels import Kernel, gram_matrix
@@ -421,7 +421,7 @@ def annealed_log_normalization(
     chol = prior_factor(gram_matrix(kernel, jnp.asarray(X))) if chol is None else _check_chol(chol, X.shape[0])
     if route == "mean":
         return annealed_log_expectation(chol, mean_route_log_likelihood, args=(C, n), key=key, **options)
-    chol, mask = _padded(chol, problem_size(n))
+    chol, mask = _padded(chol, _linalg.problem_size(n))
     return annealed_log_expectation(chol, product_route_log_likelihood, args=(C, mask), key=key, **options)
 
 
