@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from scipy import integrate, stats
+from scipy import integrate, special, stats
 from scipy.special import logsumexp
 
 from bayesvm._precision import float64_scope
@@ -26,7 +26,7 @@ from bayesvm.ep import (
     ep_predict,
 )
 from bayesvm.kernels import RBF
-from bayesvm.tilted import hinge_tilted_moments, nu_tilted_moments, standard_tail_moments
+from bayesvm.tilted import hinge_tilted_moments, log_mills_ratio, log_upper_tail, nu_tilted_moments, standard_tail_moments
 from bayesvm.model import log_kappa, log_label_likelihood, log_nu
 
 
@@ -109,6 +109,23 @@ def test_standard_tail_moments_match_scipy_truncnorm(alpha):
     t, w = standard_tail_moments(alpha)
     np.testing.assert_allclose(alpha + float(t), dist.mean(), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(float(w), dist.var(), rtol=1e-8)
+
+
+def test_log_upper_tail_and_mills_ratio_match_scipy():
+    # ln Phi(-x) and ln R(x) = ln Phi(-x) - ln phi(x) from one erfcx, against scipy's log_ndtr over both tails,
+    # the erfcx band near x = 37.6, and far out; the gradient against -phi(x) / Phi(-x)
+    x = np.concatenate([np.linspace(-37.0, 40.0, 20001), [-1e-12, 0.0, 1e-12, 37.55, 37.6, 37.65, 1e3, 1e5]])
+    reference = special.log_ndtr(-x)
+    with float64_scope():
+        value = np.asarray(log_upper_tail(jnp.asarray(x)))
+        mills = np.asarray(log_mills_ratio(jnp.asarray(x)))
+        gradient = np.asarray(jax.vmap(jax.grad(log_upper_tail))(jnp.asarray(x)))
+    np.testing.assert_allclose(value, reference, rtol=1e-12, atol=1e-300)
+    inner = np.abs(x) <= 1e3  # beyond, scipy's difference of two huge logs loses the digits: the series there
+    np.testing.assert_allclose(mills[inner], (reference - stats.norm.logpdf(x))[inner], rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(mills[-1], -np.log(1e5) + np.log1p(-1e-10 + 3e-20), rtol=1e-15)
+    inner = np.abs(x) <= 37.0
+    np.testing.assert_allclose(gradient[inner], -np.exp(stats.norm.logpdf(x) - reference)[inner], rtol=1e-10)
 
 
 def test_tail_moments_far_tail_follow_asymptotics():
