@@ -37,7 +37,7 @@ __all__ = ["FullPrior", "InducingPrior", "LowRankNotice", "prior_for", "AUTO_IND
 
 #: with ``inducing="auto"``, the low-rank prior is used above this many training points. Measured on the 2-core
 #: development machine (adult, benchmarks/large_n.py): at n = 1000 the full search took 69 s and the low-rank one
-#: 346 s, so below this the full prior is both exact and faster; its time grows as about n^1.6 (about 15 min
+#: 120 s, so below this the full prior is both exact and faster; its time grows as about n^1.6 (about 15 min
 #: projected at 5000, not measured) and its memory as n^2 (each n x n float64 matrix is 0.2 GB at 5000)
 AUTO_INDUCING_ABOVE = 5000
 #: the number of inducing inputs ``"auto"`` chooses

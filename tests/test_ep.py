@@ -26,9 +26,14 @@ from bayesvm.ep import (
     ep_predict,
 )
 from bayesvm.kernels import RBF
-from bayesvm.tilted import hinge_tilted_moments, log_mills_ratio, log_upper_tail, nu_tilted_moments, standard_tail_moments
 from bayesvm.model import log_kappa, log_label_likelihood, log_nu
-
+from bayesvm.tilted import (
+    hinge_tilted_moments,
+    log_mills_ratio,
+    log_upper_tail,
+    nu_tilted_moments,
+    standard_tail_moments,
+)
 
 # ---------------------------------------------------------------------------
 # references
