@@ -50,8 +50,8 @@ def _as_float(x) -> Array:
 
 def _log_mills_ratio_abs(x: Array) -> Array:
     """ln R(|x|): sqrt(pi/2) erfcx(|x| / sqrt 2), an asymptotic series far out (one erfcx serves both tails)."""
-    # (jnp.where, not jnp.abs / jnp.clip: the gradient at 0 must be the right-hand one, and clip's is halved at a tie)
-    ax = jnp.where(x >= 0.0, x, -x)
+    ax = jnp.abs(x)
+    # (jnp.where, not jnp.minimum / jnp.clip, whose gradient is halved at a tie)
     near = jnp.where(ax < _ASYMPTOTIC_FROM, ax, 0.0)
     right = _HALF_LOG_HALF_PI + jnp.log(erfcx(near / math.sqrt(2.0)))
     # jax's erfcx returns 0 for float64 arguments in [26.54, 26.64] (jax 0.10.2; checked), i.e. x near 37.6;

@@ -50,8 +50,7 @@ def summarise(rows: list[dict]) -> list[dict]:
             continue
         differences = {k: [low[k] - ref[k] for low, ref in pairs] for k in COMPARED}
         table.append({"m": m, "splits": len(pairs), "trusted": sum(r.get("trusted", False) for r in rows if r["m"] == m),
-                      **{f"mean_difference_{k}": float(np.mean(v)) for k, v in differences.items()},
-                      **{f"mean_abs_difference_{k}": float(np.mean(np.abs(v))) for k, v in differences.items()}})
+                      **{f"mean_difference_{k}": float(np.mean(v)) for k, v in differences.items()}})
     return [{"m": "full", "splits": len(full), "trusted": sum(r.get("trusted", False) for r in rows if r["m"] is None),
              **{f"sd_{k}": v for k, v in spread.items()}}] + table
 
