@@ -154,7 +154,7 @@ def _gaussian_log_z(prior: LowRankPrior, tau: Array, shift: Array) -> Array:
 
 
 @float64
-@partial(jax.jit, static_argnames=("kind", "max_iter"))
+@partial(jax.jit, static_argnames=("kind",))
 def low_rank_naive_evidence_and_gradient(
     x: Array,
     X: Array,

@@ -31,6 +31,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from ._json import finite_or_none
+from ._precision import float64
 from ._validation import check_labels
 from .ep_gradient import EPSites, zero_sites
 from .evidence import Evidence
@@ -63,8 +64,11 @@ class SearchOptions:
     log); ftol: stop when a step improves ln P(D) by less than this relative
     amount (the ln N(D) path's own noise is about 1e-2 nats); ep_damping,
     ep_tol, ep_log_z_tol, ep_max_iter: EP's loop while searching (loose: the
-    gradient is exact at the fixed point, and a warm start is close to it; a
-    point where EP has not converged after ep_max_iter sweeps is infeasible);
+    gradient is exact at the fixed point, and a warm start is close to it);
+    ep_fallbacks: (damping, max_iter) pairs tried in turn, from cold sites, where
+    that loop has not converged (a point where none converges is infeasible);
+    max_screen: candidate points tried around a start that cannot be evaluated
+    (:func:`screen_candidates`) before the start is skipped;
     annealing: the tempered-SMC budget at each anchor of the ln N(D) path.
     """
 
@@ -75,6 +79,8 @@ class SearchOptions:
     ep_tol: float = 1e-3
     ep_log_z_tol: float = 1e-4
     ep_max_iter: int = 60
+    ep_fallbacks: tuple[tuple[float, int], ...] = ((0.5, 200), (0.8, 1000))
+    max_screen: int = 8
     annealing: dict = field(default_factory=lambda: {"n_particles": 64, "n_runs": 8, "n_mcmc_steps": 3})
 
 
@@ -140,6 +146,7 @@ class _Objective:
         self.prior, self.path = prior, path
         self.sites: EPSites = zero_sites(X.shape[0])
         self.steps: list[SearchStep] = []
+        self.last = None
         self.start = 0
         self.progress, self.n_starts = progress, n_starts
 
@@ -156,10 +163,32 @@ class _Objective:
         x[self.space.free] = x_free
         return x
 
+    def naive(self, x: np.ndarray):
+        """EP's ln Q(D) at x: the loose loop from the warm sites, then each fallback from cold sites until one
+        converges; with the sweeps and factorisations of every attempt."""
+        o = self.options
+        attempts = [(self.sites, o.ep_damping, o.ep_max_iter)]
+        attempts += [(zero_sites(self.X.shape[0]), damping, max_iter) for damping, max_iter in o.ep_fallbacks]
+        sweeps = factorizations = 0
+        for sites, damping, max_iter in attempts:
+            naive = self.prior.naive(jnp.asarray(x), self.X, self.y, self.template, sites, damping=damping,
+                                     max_iter=max_iter, tol=o.ep_tol, log_z_tol=o.ep_log_z_tol)
+            sweeps += int(naive.n_iter)
+            factorizations += int(naive.n_factorizations)
+            if bool(naive.converged):
+                break
+        return naive, sweeps, factorizations
+
     def __call__(self, x_free):
-        started = time.perf_counter()
         x = self.full(x_free)
-        naive = self.prior.naive(jnp.asarray(x), self.X, self.y, self.template, self.sites, self.options)
+        if self.last is None or not np.array_equal(self.last[0], x):
+            # L-BFGS-B evaluates its start again after the screen has: the last evaluation is kept
+            self.last = (x, self.evaluate(x))
+        return self.last[1]
+
+    def evaluate(self, x: np.ndarray):
+        started = time.perf_counter()
+        naive, sweeps, factorizations = self.naive(x)
         feasible = bool(naive.converged)
         # ln N(D) only where ln Q(D) is usable: an anchor far outside the useful region can cost seconds
         norm = self.path.estimate(x) if feasible else None
@@ -169,7 +198,7 @@ class _Objective:
             start=self.start, x=x, log_evidence=float(naive.value) - norm.value if feasible else -np.inf,
             log_naive=float(naive.value), log_normalization=norm.value if norm else np.nan,
             log_normalization_se=norm.se if norm else np.nan, ess=norm.ess if norm else 0.0,
-            ep_sweeps=int(naive.n_iter), factorizations=int(naive.n_factorizations) + _path_factorizations(norm),
+            ep_sweeps=sweeps, factorizations=factorizations + _path_factorizations(norm),
             anchored=bool(norm and norm.anchored), seconds=time.perf_counter() - started,
         ))
         self.report_progress()
@@ -204,6 +233,7 @@ def default_starts(space: SearchSpace, X: np.ndarray, template: Kernel) -> np.nd
     return np.array([space.clip(np.where(space.free, s, space.lower)) for s in starts])
 
 
+@float64
 def maximize_evidence(
     X,
     y,
@@ -235,24 +265,65 @@ def maximize_evidence(
     for i, start in enumerate(starts):
         objective.start = i
         objective.sites = zero_sites(X.shape[0])
-        x0 = space.clip(start)
-        if not np.any(free):
-            objective(x0[free])
-            messages.append("all coordinates fixed")
-            continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # the anchors' own SMC warnings are summarised below
-            result = minimize(
-                objective, x0[free], jac=True, method="L-BFGS-B",
-                bounds=list(zip(space.lower[free], space.upper[free])),
-                options={"maxiter": options.max_iter, "gtol": options.gtol, "ftol": options.ftol},
-            )
-        messages.append(str(result.message))
+            x0, moved = _feasible_start(objective, space, start, options.max_screen)
+            if x0 is None:
+                messages.append(f"skipped: the evidence could not be evaluated at the start or at {moved} "
+                                "candidates around it")
+            elif not np.any(free):
+                messages.append("all coordinates fixed")
+            else:
+                result = minimize(
+                    objective, x0[free], jac=True, method="L-BFGS-B",
+                    bounds=list(zip(space.lower[free], space.upper[free])),
+                    options={"maxiter": options.max_iter, "gtol": options.gtol, "ftol": options.ftol},
+                )
+                note = f"start moved to {_describe(x0)} (infeasible at {_describe(space.clip(start))}); " if moved else ""
+                messages.append(note + str(result.message))
         objective.report_progress(finished=True)
     ends = [max((s for s in objective.steps if s.start == i), key=lambda s: s.log_evidence)
             for i in range(len(starts))]
     return SearchResult(ends=tuple(ends), messages=tuple(messages), steps=tuple(objective.steps),
                         n_anchors=path.n_anchors, seconds=time.perf_counter() - started, template=template)
+
+
+#: the screen's moves away from an infeasible start, in order, in (ln C, ln k0, ln k_b/k0, ln shape): a smaller
+#: amplitude, a longer shape, a larger C and a smaller offset lead out of the regions where EP does not converge
+#: or tempered SMC's runs disagree (theory: "Numerical limits")
+_SCREEN_MOVES = np.log([
+    [1.0, 0.1, 1.0, 1.0], [1.0, 1.0, 1.0, 2.0], [1.0, 0.1, 1.0, 2.0], [3.0, 1.0, 1.0, 1.0],
+    [1.0, 1.0, 0.1, 1.0], [1.0, 0.01, 1.0, 1.0], [3.0, 0.1, 1.0, 2.0], [1.0, 1.0, 1.0, 0.5],
+])
+
+
+def screen_candidates(space: SearchSpace, start, max_candidates: int) -> list[np.ndarray]:
+    """Points to try, in order, where ``start`` cannot be evaluated: ``_SCREEN_MOVES`` from it, within the box,
+    fixed coordinates kept, without repeats (at most ``max_candidates``)."""
+    start = space.clip(start)
+    candidates: list[np.ndarray] = []
+    for move in _SCREEN_MOVES:
+        candidate = space.clip(np.where(space.free, start + move, start))
+        if not any(np.allclose(candidate, c) for c in [start, *candidates]):
+            candidates.append(candidate)
+    return candidates[:max_candidates]
+
+
+def _feasible_start(objective: _Objective, space: SearchSpace, start, max_screen: int):
+    """The start, or the first screen candidate where the evidence can be evaluated (None if none);
+    with the number of candidates tried beyond the start."""
+    free = space.free
+    for tried, x in enumerate([space.clip(start), *screen_candidates(space, start, max_screen)]):
+        objective.sites = zero_sites(objective.X.shape[0])
+        value, _ = objective(x[free])
+        if value < _INFEASIBLE:
+            return x, tried
+    return None, tried
+
+
+def _describe(x: np.ndarray) -> str:
+    """Search coordinates as values: C, k0, k_b/k0, shape."""
+    return "(C {:.3g}, k0 {:.3g}, k_b/k0 {:.3g}, shape {:.3g})".format(*np.exp(x))
 
 
 def _concrete_kernel(template: Kernel, x: np.ndarray) -> Kernel:
@@ -312,6 +383,7 @@ def hyperparameter_dict(C: float, kernel: Kernel) -> dict:
     return out
 
 
+@float64
 def select_by_search(X, y, template: Kernel, *, space: SearchSpace, starts: np.ndarray,
                      options: SearchOptions = SearchOptions(), prior: FullPrior | InducingPrior = FullPrior(),
                      random_state: int = 0, progress=None) -> SearchSelection:
@@ -327,8 +399,10 @@ def select_by_search(X, y, template: Kernel, *, space: SearchSpace, starts: np.n
     candidates = [s for s in search.ranked() if np.isfinite(s.log_evidence)]
     if not candidates:
         raise RuntimeError(
-            "the evidence could not be evaluated at any point the search visited (EP did not converge, or the "
-            "amplitude is beyond what float64 resolves); fix some hyperparameters or narrow the bounds"
+            "the evidence could not be evaluated at any start or at the candidates screened around them (EP did "
+            "not converge with any of its fallbacks, tempered SMC's runs for ln N(D) disagreed, or the amplitude is "
+            "beyond what float64 resolves): " + "; ".join(search.messages) + ". Fix some hyperparameters or move "
+            "the bounds towards a smaller amplitude and a longer length scale"
         )
     checked = []
     for step in candidates:

@@ -52,10 +52,9 @@ class LowRankNotice(UserWarning):
 class FullPrior:
     """The exact prior: K(x) over all n training inputs."""
 
-    def naive(self, x, X, y, template: Kernel, sites, options) -> NaiveEvidenceGradient:
-        return ep_naive_evidence_and_gradient(x, X, y, template, sites, damping=options.ep_damping,
-                                              tol=options.ep_tol, log_z_tol=options.ep_log_z_tol,
-                                              max_iter=options.ep_max_iter)
+    def naive(self, x, X, y, template: Kernel, sites, **ep_loop) -> NaiveEvidenceGradient:
+        """EP's ln Q(D) and its gradient at x from ``sites``; ``ep_loop``: damping, max_iter, tol, log_z_tol."""
+        return ep_naive_evidence_and_gradient(x, X, y, template, sites, **ep_loop)
 
     def normalization_path(self, X, template: Kernel, key: int, annealing: dict) -> ReweightedPath:
         return NormalizationPath(X, template, key=key, annealing=annealing)
@@ -75,10 +74,9 @@ class InducingPrior:
 
     inducing: np.ndarray
 
-    def naive(self, x, X, y, template: Kernel, sites, options) -> NaiveEvidenceGradient:
-        return low_rank_naive_evidence_and_gradient(x, X, jnp.asarray(self.inducing), y, template, sites,
-                                                    damping=options.ep_damping, tol=options.ep_tol,
-                                                    log_z_tol=options.ep_log_z_tol, max_iter=options.ep_max_iter)
+    def naive(self, x, X, y, template: Kernel, sites, **ep_loop) -> NaiveEvidenceGradient:
+        """As :meth:`FullPrior.naive`, over the low-rank prior."""
+        return low_rank_naive_evidence_and_gradient(x, X, jnp.asarray(self.inducing), y, template, sites, **ep_loop)
 
     def normalization_path(self, X, template: Kernel, key: int, annealing: dict) -> ReweightedPath:
         return LowRankNormalizationPath(X, jnp.asarray(self.inducing), template, key=key, annealing=annealing)

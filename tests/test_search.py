@@ -5,6 +5,7 @@ tightly converged EP, fresh tempered-SMC runs with other seeds, and the
 fixed-hyperparameter evidence of log_evidence.
 """
 
+import dataclasses
 import warnings
 
 import jax.numpy as jnp
@@ -174,3 +175,68 @@ def test_search_rejects_a_grid_of_several_values():
         bayesvm.select_hyperparameters(X, y, grid={"C": [1.0, 2.0]})
     with pytest.raises(ValueError, match="unknown hyperparameters"):
         bayesvm.select_hyperparameters(X, y, grid={"gamma": 1.0})
+
+
+def _search(X, y, options, starts=None):
+    template = RBF()
+    space = SearchSpace.default(X, template)
+    starts = bayesvm.search.default_starts(space, X, template) if starts is None else starts
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return bayesvm.search.select_by_search(X, y, template, space=space, starts=starts, options=options)
+
+
+def test_a_search_whose_loose_ep_fails_at_both_starts_recovers_through_the_fallbacks():
+    """The crash of a default fit: the search's loose EP loop fails at both starts, every point is infeasible.
+
+    One sweep from cold sites cannot converge, so without fallbacks nothing can be evaluated (the old
+    behaviour, an error); with them the same search ends where the default one does.
+    """
+    from bayesvm.search import SearchOptions
+
+    X, y = _subsample("breast_cancer", 60, seed=3)
+    broken = SearchOptions(ep_max_iter=1, max_iter=3)
+    with pytest.raises(RuntimeError, match="could not be evaluated"):
+        _search(X, y, dataclasses.replace(broken, ep_fallbacks=(), max_screen=1))
+    recovered = _search(X, y, broken)
+    reference = _search(X, y, SearchOptions(max_iter=3))
+    assert np.isfinite(recovered.best_value) and recovered.report.naive_converged
+    # every evaluation needed a fallback: more sweeps than one per point
+    assert all(s.ep_sweeps > 1 for s in recovered.search.steps)
+    assert recovered.best_value == pytest.approx(reference.best_value, abs=max(0.5, 3 * reference.best_se))
+
+
+def test_the_screen_moves_a_start_that_cannot_be_evaluated_and_says_so():
+    """An infeasible start is moved, not fatal: with repeated inputs the prior is singular, its factor needs a
+    jitter, and at amplitude 1e12 that jitter's noise swamps the margin (the path reports the point unresolved)."""
+    X, y = _subsample("breast_cancer", 50, seed=4)
+    X, y = np.vstack([X, X[:10]]), np.concatenate([y, y[:10]])
+    template = RBF()
+    default = SearchSpace.default(X, template)
+    upper = default.upper.copy()
+    upper[1] = np.log(1e12)
+    space = SearchSpace(default.lower, upper)
+    start = bayesvm.search.default_starts(default, X, template)[0]
+    start[1] = np.log(1e12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        selection = bayesvm.search.select_by_search(
+            X, y, template, space=space, starts=start[None], options=bayesvm.search.SearchOptions(max_iter=3))
+    first = selection.search.steps[0]
+    assert not np.isfinite(first.log_evidence) and np.allclose(first.x, start)
+    assert "start moved to" in selection.search.messages[0]
+    assert np.isfinite(selection.best_value)
+
+
+def test_screen_candidates_stay_in_the_box_and_keep_fixed_coordinates():
+    from bayesvm.search import screen_candidates
+
+    space = SearchSpace(np.log([0.1, 1.0, 0.5, 2.0]), np.log([10.0, 50.0, 0.5, 8.0]))
+    start = np.log([1.0, 40.0, 0.5, 7.0])
+    candidates = screen_candidates(space, start, 8)
+    assert 0 < len(candidates) <= 8
+    for c in candidates:
+        assert np.all(c >= space.lower - 1e-12) and np.all(c <= space.upper + 1e-12)
+        assert c[2] == pytest.approx(np.log(0.5))
+        assert not np.allclose(c, start)
+    assert len({tuple(np.round(c, 12)) for c in candidates}) == len(candidates)
