@@ -50,6 +50,7 @@ from .annealing import (
     _padded,
     annealed_log_expectation,
     annealed_log_naive_evidence,
+    annealed_until_runs_agree,
     mean_route_log_likelihood,
     prior_factor,
     product_route_log_likelihood,
@@ -212,7 +213,8 @@ def _from_annealing(results) -> Estimate:
     return Estimate(
         np.array([r.value for r in results]), np.array([r.se for r in results]),
         np.array([r.runs_agree for r in results]),
-        {"ess": np.array([r.ess for r in results]), "n_runs": np.array([r.n_runs for r in results])},
+        {"ess": np.array([r.ess for r in results]), "n_runs": np.array([r.n_runs for r in results]),
+         "n_particles": np.array([r.n_particles for r in results])},
     )
 
 
@@ -223,7 +225,9 @@ class AnnealedNormalization:
     One square-root factor of base + r serves every cell (scaled by sqrt(k0));
     the prior is padded to :func:`bayesvm._linalg.problem_size` (n) so that
     nearby n share one compilation. ``options`` go to the sampler (its
-    budget); runs that disagree mark the cell untrusted (biased low).
+    first budget and ``ladder``): the budget grows until the runs agree
+    (:func:`bayesvm.annealing.annealed_until_runs_agree`); runs that still
+    disagree at its cap mark the cell untrusted (biased low).
     """
 
     key: int = 0
@@ -237,8 +241,8 @@ class AnnealedNormalization:
             results = []
             for b in range(cells.size):
                 chol, mask = _padded(np.sqrt(cells.amplitude[b]) * factor, size)
-                results.append(annealed_log_expectation(chol, product_route_log_likelihood, args=(cells.C[b], mask),
-                                                        key=self.key, **self.options))
+                results.append(annealed_until_runs_agree(chol, product_route_log_likelihood, args=(cells.C[b], mask),
+                                                         key=self.key, **self.options))
         return _from_annealing(results)
 
 

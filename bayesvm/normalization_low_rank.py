@@ -57,7 +57,7 @@ import numpy as np
 
 from ._precision import float64
 from ._validation import check_positive
-from .annealing import AnnealingResult, annealed_log_expectation
+from .annealing import AnnealingResult, annealed_until_runs_agree
 from .hyperparameters import MARGIN_RESOLUTION, kernel_at, penalty_at
 from .kernels import Kernel
 from .low_rank import INDUCING_JITTER, KINDS, LowRankPrior, low_rank_prior_at
@@ -137,7 +137,7 @@ def annealed_log_normalization_low_rank(prior: LowRankPrior, C: float, *, key=0,
     approximation of the weights' distribution
     (:func:`bayesvm.ep_low_rank.nu_weight_gaussian`), else from the prior
     N(0, I) (module docstring). ``options`` go to
-    :func:`bayesvm.annealing.annealed_log_expectation`; with ``keep_particles``
+    :func:`bayesvm.annealing.annealed_until_runs_agree` (its budget grows until the runs agree); with ``keep_particles``
     the particles are the z, w = mean + z scale^T with the returned reference.
     """
     V, d = _checked_prior(prior)
@@ -145,7 +145,7 @@ def annealed_log_normalization_low_rank(prior: LowRankPrior, C: float, *, key=0,
     eye = jnp.eye(V.shape[1], dtype=V.dtype)
     start = (nu_weight_gaussian(LowRankPrior(V, d), C) if reference
              else WeightGaussian(jnp.zeros(V.shape[1]), eye, jnp.zeros(()), jnp.asarray(False)))
-    result = annealed_log_expectation(eye, reference_log_likelihood,
+    result = annealed_until_runs_agree(eye, reference_log_likelihood,
                                       args=(start.mean, start.scale, start.log_det_scale, V, d, C), key=key, **options)
     return result, start
 

@@ -13,8 +13,10 @@ standard error and S particles z_s from the normalised integrand
 f(z; x_a) N(z; 0, I) / N(D; x_a). At any nearby x,
 
     N(D; x) / N(D; x_a) = E_{z ~ that distribution}[ f(z; x) / f(z; x_a) ]
-                        ~= (1/S) sum_s w_s,  w_s = f(z_s; x) / f(z_s; x_a),
+                        ~= (1/S) sum_s w_s,  w_s = (Z_r(s) / Zbar) f(z_s; x) / f(z_s; x_a),
 
+with each particle weighted by its run's share Z_r / Zbar of the anchor's
+estimate (population annealing's weighted average over runs; Machta 2010),
 an importance-sampling estimate that is a smooth, deterministic function of
 x (the particles are held fixed: common random numbers), so a quasi-Newton
 search can use it and its exact gradient (the Fisher identity
@@ -22,7 +24,8 @@ d ln N / dx = E[d ln f(z; x) / dx] under the reweighted particles, which is
 what differentiating the estimate gives). When the weights degenerate (their
 effective sample size falls below a fraction of S), or the point is far from
 every anchor, the path re-anchors: tempered SMC runs again at the new point.
-The estimate at the anchor itself is the SMC value, so the path is exactly
+The estimate at the anchor itself is the SMC value (whose budget grows until
+its runs agree, :func:`bayesvm.annealing.annealed_until_runs_agree`), so the path is exactly
 as accurate as tempered SMC there and degrades gracefully with distance; the
 effective sample size says how far.
 
@@ -54,7 +57,7 @@ from jax.scipy.linalg import solve_triangular
 from jax.scipy.special import logsumexp
 
 from ._precision import float64
-from .annealing import AnnealingResult, annealed_log_expectation, product_route_log_likelihood
+from .annealing import AnnealingResult, annealed_until_runs_agree, product_route_log_likelihood
 from .hyperparameters import MARGIN_RESOLUTION, kernel_at, penalty_at
 from .kernels import Kernel
 from .model import log_nu
@@ -160,7 +163,7 @@ class FullPathPrior:
         # the jitter is independent noise of this variance on every theta_i (theta^2 units)
         if not (bool(np.all(np.isfinite(np.asarray(L)))) and float(jitter) <= MARGIN_RESOLUTION):
             return None
-        result = annealed_log_expectation(
+        result = annealed_until_runs_agree(
             L, product_route_log_likelihood, args=(float(np.exp(x[0])),), key=key, keep_particles=True, **annealing
         )
         return Annealed(result, _whitened(L, result.particles), jitter)
@@ -237,7 +240,10 @@ class ReweightedPath:
         if annealed is None:
             return None
         result, z, aux = annealed
-        log_f = _log_f(self.prior, jnp.asarray(x), z, aux)
+        # each run's particles carry its weight Z_r / mean Z (population annealing's weighted average; rows are
+        # run by run): folded into ln f at the anchor, the reweighted mean at the anchor itself is exactly 1
+        run_log_weight = np.repeat(result.log_z_runs - result.value, result.n_particles)
+        log_f = _log_f(self.prior, jnp.asarray(x), z, aux) - run_log_weight
         anchor = _Anchor(np.array(x), result.value, result.se, result.runs_agree, z, log_f, aux)
         self.anchors.append(anchor)
         return anchor

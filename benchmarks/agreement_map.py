@@ -1,0 +1,155 @@
+"""Agreement map of ln N(D): the default estimator against a long reference, over the default search box.
+
+For each data set and training-set size, points are spread over the default
+search box (a scrambled Sobol design in ln C, ln k0, ln k_b/k0 and ln length
+scale; :meth:`bayesvm.hyperparameters.SearchSpace.default`). At each point:
+
+* default: :func:`bayesvm.log_normalization` as :func:`bayesvm.log_evidence`
+  computes it (tempered SMC whose budget grows until its runs agree, up to
+  its cap): value, whether it is trusted, the budget it took
+  (particle-runs) and seconds;
+* reference: two independent long tempered-SMC runs (``--reference-particles``
+  x ``--reference-runs`` each, other seeds, no ladder), counted as a reference
+  only where each one's runs agree and the two agree within
+  ``--reference-tolerance`` nats.
+
+Reported per (set, n): the share of points whose default value is trusted,
+the share with a usable reference, and |default - reference| over the points
+that have both (median, worst), next to the target of the issue (worst error
+at most 1 nat per 1,000 points).
+
+Run: python benchmarks/agreement_map.py [--sets synth pima] [--sizes 400]
+[--points 10] (prints the table, writes benchmarks/results/agreement_map.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import qmc
+from sklearn.model_selection import train_test_split
+
+from bayesvm import log_normalization
+from bayesvm.annealing import annealed_log_normalization
+from bayesvm.datasets import load_dataset
+from bayesvm.hyperparameters import SearchSpace, kernel_hyperparameters_at
+from bayesvm.kernels import RBF
+
+RESULTS = Path(__file__).parent / "results" / "agreement_map.json"
+
+
+def subsample(name: str, n: int, seed: int = 0):
+    data = load_dataset(name)
+    if n >= data.X.shape[0]:
+        return data.X, data.y
+    X, _, y, _ = train_test_split(data.X, data.y, train_size=n, stratify=data.y, random_state=seed)
+    return X, y
+
+
+def design(space: SearchSpace, points: int, seed: int) -> np.ndarray:
+    """``points`` scrambled-Sobol points over the box (fixed coordinates kept)."""
+    unit = qmc.Sobol(d=4, scramble=True, seed=seed).random(points)
+    return space.lower + unit * (space.upper - space.lower)
+
+
+def reference(kernel, C, X, seeds, particles, runs, tolerance):
+    """Two long runs from other seeds; their mean where both agree internally and with each other, else None."""
+    results = []
+    for seed in seeds:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            results.append(annealed_log_normalization(kernel, C, X.shape[0], X, route="product", key=seed,
+                                                      n_particles=particles, n_runs=runs))
+    values = [r.value for r in results]
+    usable = all(r.runs_agree for r in results) and abs(values[0] - values[1]) <= tolerance
+    return (float(np.mean(values)) if usable else None), values, [bool(r.runs_agree) for r in results]
+
+
+def study(name: str, n: int, args) -> list[dict]:
+    X, _ = subsample(name, n)
+    template = RBF()
+    space = SearchSpace.default(X, template)
+    rows = []
+    for x in design(space, args.points, seed=args.seed):
+        hyper = kernel_hyperparameters_at(template, x)
+        kernel, C = template.replace(**hyper), float(np.exp(x[0]))
+        started = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            default = log_normalization(kernel=kernel, C=C, n=X.shape[0], inputs=X, random_state=args.seed)
+        seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        ref, ref_values, ref_agree = reference(kernel, C, X, (101 + args.seed, 202 + args.seed),
+                                               args.reference_particles, args.reference_runs,
+                                               args.reference_tolerance)
+        row = {
+            "set": name, "n": int(X.shape[0]), "x": x.tolist(), "C": C, "amplitude": float(kernel.amplitude),
+            "offset": float(kernel.offset), "length_scale": float(kernel.length_scale),
+            "default": float(default.value), "default_se": float(default.se), "trusted": bool(default.trusted),
+            "effective_runs": float(default.diagnostics["ess"]), "runs": int(default.diagnostics["n_runs"]),
+            "particles": int(default.diagnostics["n_particles"]), "seconds": seconds,
+            "reference": ref, "reference_runs": ref_values, "reference_runs_agree": ref_agree,
+            "reference_seconds": time.perf_counter() - started,
+            "error": None if ref is None else abs(float(default.value) - ref),
+        }
+        rows.append(row)
+        print(f"{name:>14} n={row['n']:5d} C={C:8.3g} k0={row['amplitude']:9.3g} kb={row['offset']:9.3g} "
+              f"l={row['length_scale']:7.3g}  default {row['default']:9.2f} +- {row['default_se']:.2f} "
+              f"{'trusted' if row['trusted'] else 'UNTRUSTED':9} ({row['runs']}x{row['particles']}, "
+              f"{seconds:5.1f} s)  reference {('%9.2f' % ref) if ref is not None else '     none'} "
+              f"({row['reference_seconds']:5.0f} s)", flush=True)
+    return rows
+
+
+def summarise(rows: list[dict]) -> list[dict]:
+    table = []
+    for key in sorted({(r["set"], r["n"]) for r in rows}):
+        group = [r for r in rows if (r["set"], r["n"]) == key]
+        errors = [r["error"] for r in group if r["error"] is not None and r["trusted"]]
+        table.append({
+            "set": key[0], "n": key[1], "points": len(group),
+            "trusted": float(np.mean([r["trusted"] for r in group])),
+            "with_reference": float(np.mean([r["reference"] is not None for r in group])),
+            "median_error": float(np.median(errors)) if errors else None,
+            "worst_error": float(np.max(errors)) if errors else None,
+            "target_worst": key[1] / 1000.0,
+            "median_seconds": float(np.median([r["seconds"] for r in group])),
+            "escalated": float(np.mean([r["runs"] * r["particles"] > 16 * 128 for r in group])),
+        })
+    return table
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sets", nargs="+", default=["synth", "pima"])
+    parser.add_argument("--sizes", nargs="+", type=int, default=[400])
+    parser.add_argument("--points", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--reference-particles", type=int, default=1024)
+    parser.add_argument("--reference-runs", type=int, default=32)
+    parser.add_argument("--reference-tolerance", type=float, default=1.0)
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    rows = [row for name in args.sets for n in args.sizes for row in study(name, n, args)]
+    table = summarise(rows)
+    print(f"\n{'set':>14} {'n':>5} {'points':>6} {'trusted':>8} {'with ref':>8} {'median |err|':>12} "
+          f"{'worst |err|':>11} {'target':>6} {'escalated':>9} {'median s':>8}")
+    for t in table:
+        fmt = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
+        print(f"{t['set']:>14} {t['n']:5d} {t['points']:6d} {t['trusted']:8.0%} {t['with_reference']:8.0%} "
+              f"{fmt(t['median_error']):>12} {fmt(t['worst_error']):>11} {t['target_worst']:6.2f} "
+              f"{t['escalated']:9.0%} {t['median_seconds']:8.1f}")
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps({"settings": {k: (str(v) if isinstance(v, Path) else v)
+                                                    for k, v in vars(args).items()},
+                                       "table": table, "rows": rows}, indent=1))
+    print(f"wrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()
