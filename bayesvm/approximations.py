@@ -54,6 +54,7 @@ from .annealing import (
     mean_route_log_likelihood,
     prior_factor,
     product_route_log_likelihood,
+    target_standard_error,
 )
 from .ep import ep_log_z_batch
 from .laplace import DETERMINANTS, NaiveEvidenceTerms, laplace_factor, laplace_log_naive_evidence
@@ -225,7 +226,9 @@ class AnnealedNormalization:
     One square-root factor of base + r serves every cell (scaled by sqrt(k0));
     the prior is padded to :func:`bayesvm._linalg.problem_size` (n) so that
     nearby n share one compilation. ``options`` go to the sampler (its
-    first budget and ``ladder``): the budget grows until the runs agree
+    first budget, ``ladder`` and ``max_se``, by default
+    :func:`bayesvm.annealing.target_standard_error` (n)): the budget grows
+    until the runs agree and the standard error reaches that target
     (:func:`bayesvm.annealing.annealed_until_runs_agree`); runs that still
     disagree at its cap mark the cell untrusted (biased low).
     """
@@ -236,13 +239,14 @@ class AnnealedNormalization:
     def __call__(self, cells: Cells) -> Estimate:
         factor = prior_factor(cells.base + cells.offset_ratio)
         size = _linalg.problem_size(cells.n)
+        options = {"max_se": target_standard_error(cells.n), **self.options}
         with warnings.catch_warnings():  # a low run ESS shows up as trusted=False and a large se
             warnings.simplefilter("ignore", RuntimeWarning)
             results = []
             for b in range(cells.size):
                 chol, mask = _padded(np.sqrt(cells.amplitude[b]) * factor, size)
                 results.append(annealed_until_runs_agree(chol, product_route_log_likelihood, args=(cells.C[b], mask),
-                                                         key=self.key, **self.options))
+                                                         key=self.key, **options))
         return _from_annealing(results)
 
 

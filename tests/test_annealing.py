@@ -8,6 +8,8 @@ standard errors plus a small floor for the quadrature.
 
 from __future__ import annotations
 
+import warnings
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -231,7 +233,7 @@ def test_the_first_round_is_the_plain_estimate_and_pooling_is_the_mean_over_all_
     chol, c = _hard_product_route()
     plain = annealed_log_expectation(chol, product_route_log_likelihood, args=(c,), key=7, n_particles=32, n_runs=4)
     grown = annealed_until_runs_agree(chol, product_route_log_likelihood, args=(c,), key=7, n_particles=32,
-                                      n_runs=4, ladder=((1, 3),))
+                                      n_runs=4, ladder=(1, 1, 1))
     np.testing.assert_array_equal(grown.log_z_runs[:4], plain.log_z_runs)
     if grown.n_runs > 4:  # pooled rounds: ln of the mean of every run's Z_r, written out
         z = grown.log_z_runs
@@ -244,10 +246,10 @@ def test_the_budget_grows_until_the_runs_agree_and_warns_past_its_cap():
     chol, c = _hard_product_route()
     with pytest.warns(RuntimeWarning, match="still disagree at the largest budget"):
         capped = annealed_until_runs_agree(chol, product_route_log_likelihood, args=(c,), key=0, n_particles=2,
-                                           n_runs=16, n_mcmc_steps=1, ladder=((1, 1),))
+                                           n_runs=16, n_mcmc_steps=1, ladder=(1,))
     assert not capped.runs_agree
     grown = annealed_until_runs_agree(chol, product_route_log_likelihood, args=(c,), key=0, n_particles=2,
-                                      n_runs=16, n_mcmc_steps=1, ladder=((1, 1), (64, 1)))
+                                      n_runs=16, n_mcmc_steps=1, ladder=(1, 64))
     assert grown.runs_agree and grown.n_particles == 128
     reference = annealed_log_expectation(chol, product_route_log_likelihood, args=(c,), key=3, n_particles=256)
     assert abs(grown.value - reference.value) < N_SE * np.hypot(grown.se, reference.se) + FLOOR
@@ -270,3 +272,15 @@ def test_default_normalisation_matches_brute_force_monte_carlo_on_six_points():
     estimate = log_normalization(kernel=kernel, C=c, n=6, inputs=X)
     assert estimate.trusted
     assert abs(estimate.value - brute) < N_SE * np.hypot(estimate.se, brute_se) + FLOOR
+
+
+def test_the_budget_also_grows_towards_a_target_standard_error():
+    chol, c = _hard_product_route()
+    kwargs = dict(args=(c,), key=0, n_particles=32, n_runs=8, ladder=(1, 1))
+    loose = annealed_until_runs_agree(chol, product_route_log_likelihood, **kwargs)
+    assert loose.runs_agree and loose.n_runs == 8
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # agreeing runs above the target: no warning, the se says it
+        tight = annealed_until_runs_agree(chol, product_route_log_likelihood, max_se=1e-9, **kwargs)
+    assert tight.n_runs == 16 and tight.se > 1e-9
+    np.testing.assert_array_equal(tight.log_z_runs[:8], loose.log_z_runs)
