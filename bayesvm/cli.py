@@ -112,7 +112,7 @@ def run_demo(args) -> int:
     from sklearn.model_selection import train_test_split
 
     from .datasets import load_dataset
-    from .evidence import log_evidence
+    from .evidence.log_evidence import log_evidence
     from .kernels import RBF
 
     data = load_dataset(_DEMO_DATASET)
@@ -179,7 +179,7 @@ def _selection_options(args) -> dict:
         return dict(kernel=args.kernel, random_state=args.seed, inducing=_inducing(args.inducing))
     if args.inducing != "auto":
         raise InputError("--inducing works with the search (--method search)")
-    from .selection import GridEstimators, GridOptions
+    from .selection.select import GridEstimators, GridOptions
 
     return dict(kernel=args.kernel, method="grid", random_state=args.seed,
                 estimators=GridEstimators(approximation=args.approximation, normalization=args.normalization,
@@ -201,7 +201,7 @@ def _inducing(value: str):
 
 
 def run_select(args) -> int:
-    from .selection import select_hyperparameters
+    from .selection.select import select_hyperparameters
 
     X, y, source = _load_data(args, _DEMO_DATASET)
     held_out = None

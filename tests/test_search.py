@@ -14,12 +14,12 @@ from sklearn.model_selection import train_test_split
 
 import bayesvm
 from bayesvm._precision import float64_scope
-from bayesvm.annealing import annealed_log_normalization
+from bayesvm.normalization.annealing import annealed_log_normalization
 from bayesvm.datasets import load_dataset
-from bayesvm.ep_gradient import ep_naive_evidence_and_gradient, zero_sites
+from bayesvm.evidence.ep_gradient import ep_naive_evidence_and_gradient, zero_sites
 from bayesvm.hyperparameters import SearchSpace, coordinates_of, kernel_hyperparameters_at
 from bayesvm.kernels import RBF, Polynomial
-from bayesvm.normalization_path import NormalizationPath
+from bayesvm.normalization.path import NormalizationPath
 
 
 def _subsample(name, n, seed=0):
