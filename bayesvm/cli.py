@@ -214,7 +214,7 @@ def run_select(args) -> int:
     options = _selection_options(args)
     started = time.perf_counter()
     with recorded_warnings() as caught:
-        surface = select_hyperparameters(X, y, progress=ProgressBar("evidence"), **options)
+        surface = select_hyperparameters(X, y, progress=ProgressBar("evidence", quiet=args.quiet), **options)
     elapsed = time.perf_counter() - started
     cv_surface = None
     if args.cv:
@@ -223,7 +223,7 @@ def run_select(args) -> int:
             cv_surface = select_hyperparameters(
                 X, y, kernel=args.kernel, grid=_cv_grid(surface) if args.method == "grid" else None, method="cv",
                 cv=args.folds,
-                random_state=args.seed, progress=ProgressBar(f"{args.folds}-fold CV"),
+                random_state=args.seed, progress=ProgressBar(f"{args.folds}-fold CV", quiet=args.quiet),
             )
         caught += caught_cv
         cv_elapsed = time.perf_counter() - started_cv
@@ -328,6 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "the full prior) or a number")
     select.add_argument("--no-standardize", action="store_true", help="use the CSV features as they are")
     select.add_argument("--seed", type=int, default=0)
+    select.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     compare = commands.add_parser("compare", help="Bayesian SVM probabilities against Platt and other calibrators")
     compare.add_argument("data", nargs="?", help="CSV file with a header row")
     compare.add_argument("--target", help="name of the label column (two classes)")
