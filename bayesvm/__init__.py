@@ -12,15 +12,15 @@ package leaves JAX's global ``jax_enable_x64`` flag as it is
 from . import calibration, datasets, kernels, metrics
 from .comparison import compare_calibration
 from .estimator import BayesianSVC
-from .evidence import Evidence, log_evidence, log_normalization
+from .evidence.log_evidence import Evidence, log_evidence, log_normalization
 from .kernels import RBF, Exponential, Linear, Polynomial, make_kernel
 from .posterior import ErrorBars, Posterior
-from .search import SearchSelection
-from .grid import Grid, GridEdgeWarning
-from .grid_checks import DegenerateSelectionWarning
-from .selection import select_hyperparameters
-from .surface import EvidenceSurface
-from .solver import fit_map
+from .selection.search import SearchSelection
+from .selection.grid import Grid, GridEdgeWarning
+from .selection.grid_checks import DegenerateSelectionWarning
+from .selection.select import select_hyperparameters
+from .selection.surface import EvidenceSurface
+from .solver.dual import fit_map
 
 __version__ = "0.1.0"
 

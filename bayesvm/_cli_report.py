@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
 
 def table(rows: list[tuple[str, str]]) -> str:
@@ -19,18 +20,50 @@ def table(rows: list[tuple[str, str]]) -> str:
 
 
 class ProgressBar:
-    """A plain-text progress bar on stderr for grids of more than one block."""
+    """The progress of a selection as a tqdm bar on stderr, fed by the selection's ``progress(done, total)``.
 
-    def __init__(self, label: str, stream=sys.stderr, width: int = 30):
-        self.label, self.stream, self.width = label, stream, width
+    On a terminal it is tqdm's usual bar, redrawn in place. In a log (stderr not a terminal)
+    it writes a line at the start, at most one every ``log_interval`` seconds, and one at the
+    end, each on its own line. ``quiet``: nothing at all. Work of one step (``total <= 1``)
+    shows no bar.
+    """
+
+    def __init__(self, label: str, *, quiet: bool = False, stream=None, log_interval: float = 30.0):
+        self.label, self.quiet, self.log_interval = label, quiet, log_interval
+        self.stream = sys.stderr if stream is None else stream
+        self._bar = None
 
     def __call__(self, done: int, total: int) -> None:
-        if total <= 1:
+        if self.quiet or total <= 1:
             return
-        filled = int(self.width * done / total)
-        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (self.width - filled)}] {done}/{total}")
-        if done == total:
-            self.stream.write("\n")
+        if self._bar is None or self._bar.total != total:
+            self.close()
+            terminal = self.stream.isatty()
+            self._bar = tqdm(total=total, desc=self.label, file=self.stream if terminal else _Lines(self.stream),
+                             mininterval=0.1 if terminal else self.log_interval, ascii=not terminal,
+                             dynamic_ncols=terminal, leave=True)
+        self._bar.update(min(done, total) - self._bar.n)
+        if done >= total:
+            self.close()
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+class _Lines:
+    """A stream for tqdm in a log: each redraw (tqdm starts it with a carriage return) becomes its own line."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text: str) -> None:
+        text = text.rstrip(" ").replace("\r", "\n").lstrip("\n")
+        if text.strip():
+            self.stream.write(text if text.endswith("\n") else text + "\n")
+
+    def flush(self) -> None:
         self.stream.flush()
 
 

@@ -112,7 +112,7 @@ def run_demo(args) -> int:
     from sklearn.model_selection import train_test_split
 
     from .datasets import load_dataset
-    from .evidence import log_evidence
+    from .evidence.log_evidence import log_evidence
     from .kernels import RBF
 
     data = load_dataset(_DEMO_DATASET)
@@ -179,7 +179,7 @@ def _selection_options(args) -> dict:
         return dict(kernel=args.kernel, random_state=args.seed, inducing=_inducing(args.inducing))
     if args.inducing != "auto":
         raise InputError("--inducing works with the search (--method search)")
-    from .selection import GridEstimators, GridOptions
+    from .selection.select import GridEstimators, GridOptions
 
     return dict(kernel=args.kernel, method="grid", random_state=args.seed,
                 estimators=GridEstimators(approximation=args.approximation, normalization=args.normalization,
@@ -201,7 +201,7 @@ def _inducing(value: str):
 
 
 def run_select(args) -> int:
-    from .selection import select_hyperparameters
+    from .selection.select import select_hyperparameters
 
     X, y, source = _load_data(args, _DEMO_DATASET)
     held_out = None
@@ -214,7 +214,7 @@ def run_select(args) -> int:
     options = _selection_options(args)
     started = time.perf_counter()
     with recorded_warnings() as caught:
-        surface = select_hyperparameters(X, y, progress=ProgressBar("evidence"), **options)
+        surface = select_hyperparameters(X, y, progress=ProgressBar("evidence", quiet=args.quiet), **options)
     elapsed = time.perf_counter() - started
     cv_surface = None
     if args.cv:
@@ -223,7 +223,7 @@ def run_select(args) -> int:
             cv_surface = select_hyperparameters(
                 X, y, kernel=args.kernel, grid=_cv_grid(surface) if args.method == "grid" else None, method="cv",
                 cv=args.folds,
-                random_state=args.seed, progress=ProgressBar(f"{args.folds}-fold CV"),
+                random_state=args.seed, progress=ProgressBar(f"{args.folds}-fold CV", quiet=args.quiet),
             )
         caught += caught_cv
         cv_elapsed = time.perf_counter() - started_cv
@@ -328,6 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "the full prior) or a number")
     select.add_argument("--no-standardize", action="store_true", help="use the CSV features as they are")
     select.add_argument("--seed", type=int, default=0)
+    select.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     compare = commands.add_parser("compare", help="Bayesian SVM probabilities against Platt and other calibrators")
     compare.add_argument("data", nargs="?", help="CSV file with a header row")
     compare.add_argument("--target", help="name of the label column (two classes)")

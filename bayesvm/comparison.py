@@ -56,7 +56,7 @@ from .calibration import (
 )
 from .kernels import RBF, Exponential, Kernel
 from .posterior import Posterior
-from .solver import MapSVM, fit_map
+from .solver.dual import MapSVM, fit_map
 
 __all__ = [
     "METHODS",
@@ -129,7 +129,7 @@ def median_heuristic_kernel(X, *, max_points: int = 1000, random_state: int = 0)
 
 
 class _MapSVMClassifier(ClassifierMixin, BaseEstimator):
-    """Minimal scikit-learn wrapper of :func:`~bayesvm.solver.fit_map`, for cross-validation."""
+    """Minimal scikit-learn wrapper of :func:`~bayesvm.solver.dual.fit_map`, for cross-validation."""
 
     def __init__(self, kernel: Kernel | None = None, C: float = 1.0):
         self.kernel = kernel

@@ -4,7 +4,7 @@
 (the bias is the kernel's offset, there is no free b; theory: "MAP = SVM"
 and "The bias is the kernel offset").
 Hyperparameters left at ``None`` are chosen by maximising the evidence with
-:func:`bayesvm.selection.select_hyperparameters`; given ones are held fixed.
+:func:`bayesvm.selection.select.select_hyperparameters`; given ones are held fixed.
 Class probabilities come from a Gaussian posterior of theta(x): by default
 the expectation-propagation posterior of the evidence's own approximation
 (``posterior="ep"``), or Sollich's Laplace-style Gaussian around the SVM output
@@ -41,13 +41,13 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._precision import float64
-from .evidence import log_evidence
+from .evidence.log_evidence import log_evidence
 from .hyperparameters import COORDINATES, kernel_hyperparameters_at
 from .kernels import make_kernel
 from .posterior import APPROXIMATIONS as POSTERIORS
 from .posterior import PROBABILITY_METHODS, ErrorBars, Posterior
-from .search_priors import prior_for
-from .selection import select_hyperparameters
+from .selection.search_priors import prior_for
+from .selection.select import select_hyperparameters
 
 __all__ = ["BayesianSVC"]
 
@@ -87,8 +87,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     C_, amplitude_, offset_, length_scale_ : the hyperparameters used
         (``length_scale_`` is None for kernels without a shape parameter), ``kernel_`` the kernel.
     log_evidence_, log_evidence_se_ : ln P(D) and its standard error at them;
-        ``evidence_`` the full :class:`~bayesvm.evidence.Evidence` (terms, ln N(D), ...).
-    selection_ : the :class:`~bayesvm.search.SearchSelection`, or None when nothing was selected.
+        ``evidence_`` the full :class:`~bayesvm.evidence.log_evidence.Evidence` (terms, ln N(D), ...).
+    selection_ : the :class:`~bayesvm.selection.search.SearchSelection`, or None when nothing was selected.
     posterior_ : the posterior used for predictions.
     inducing_ : the (m, d) inducing inputs of the low-rank prior, or None (the full prior).
     fit_ : the MAP SVM at the chosen hyperparameters (None on the low-rank path).

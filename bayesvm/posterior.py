@@ -2,9 +2,9 @@
 
 The posterior of the latent output at x is approximated as Gaussian,
 theta(x) ~ N(theta*(x), sigma^2(x)), with theta* the SVM output and sigma^2
-from the Laplace-style factor (:mod:`bayesvm.laplace`), or, with
+from the Laplace-style factor (:mod:`bayesvm.evidence.laplace`), or, with
 ``approximation="ep"``, with the mean and variance of expectation propagation
-(:func:`bayesvm.ep.ep_predict`; its mean need not have the sign of theta*). Three predictive
+(:func:`bayesvm.evidence.ep.ep_predict`; its mean need not have the sign of theta*). Three predictive
 probabilities of y = +1, all > 1/2 exactly when theta*(x) > 0 and = 1/2 at
 theta* = 0 (g is odd and increasing and the Gaussian is symmetric about theta*):
 
@@ -12,7 +12,7 @@ theta* = 0 (g is odd and increasing and the Gaussian is symmetric about theta*):
 * ``"averaged"`` (default): <Q(+1|theta)> / <nu(theta)>, the probability of +1
   given that x receives a label at all. Both averages are Gaussian integrals
   of exp(-C l(+-theta)) with closed forms (Gaussian CDF terms and a shifted
-  Gaussian; :func:`bayesvm.tilted.hinge_tilted_moments`), so no quadrature is used;
+  Gaussian; :func:`bayesvm.evidence.tilted.hinge_tilted_moments`), so no quadrature is used;
 * ``"simple"``: <P(+1|theta)> = <sigmoid(C g(theta))>, by Gauss-Hermite quadrature.
 
 Error bars: theta* +- sigma and the plug-in probabilities at those two ends.
@@ -31,13 +31,13 @@ import numpy as np
 from . import _linalg
 from ._precision import float64, numpy_leaves
 from ._validation import check_inputs
-from .ep import EPResult, ep_log_evidence, ep_predict
-from .ep_low_rank import LowRankEPPredictor, low_rank_predict
-from .tilted import hinge_tilted_moments
+from .evidence.ep import EPResult, ep_log_evidence, ep_predict
+from .evidence.ep_low_rank import LowRankEPPredictor, low_rank_predict
+from .evidence.tilted import hinge_tilted_moments
 from .kernels import gram_matrix
-from .laplace import LaplaceFactor, laplace_factor, laplace_latent_variance
+from .evidence.laplace import LaplaceFactor, laplace_factor, laplace_latent_variance
 from .model import label_probability
-from .solver import MapSVM
+from .solver.dual import MapSVM
 
 Array = jax.Array
 
@@ -206,7 +206,7 @@ class Posterior(_LatentPredictions):
 
 @dataclass(frozen=True)
 class LowRankPosterior(_LatentPredictions):
-    """EP's Gaussian posterior of theta under a low-rank prior through inducing inputs (:mod:`bayesvm.ep_low_rank`).
+    """EP's Gaussian posterior of theta under a low-rank prior through inducing inputs (:mod:`bayesvm.evidence.ep_low_rank`).
 
     ``predictor`` holds the weight posterior; predictions cost O(m^2) per
     input. ``n`` is the number of training points, ``C`` the penalty.

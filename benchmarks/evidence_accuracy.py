@@ -76,10 +76,10 @@ from scipy.stats import pearsonr, spearmanr
 from sklearn.model_selection import train_test_split
 
 import bayesvm
-from bayesvm.annealing import annealed_log_naive_evidence, prior_factor
+from bayesvm.normalization.annealing import annealed_log_naive_evidence, prior_factor
 from bayesvm.datasets import load_dataset, make_toy
-from bayesvm.ep import ep_log_evidence, ep_log_normalization
-from bayesvm.evidence import naive_evidence
+from bayesvm.evidence.ep import ep_log_evidence, ep_log_normalization
+from bayesvm.evidence.log_evidence import naive_evidence
 from bayesvm.kernels import gram_matrix
 
 DATASETS = ("toy", "breast_cancer", "digits_3v8", "pima", "ionosphere", "synth")

@@ -6,7 +6,7 @@ Study (issue 6), on 1-D toys with inputs uniform on [0, 1]:
 most prior draws sit inside the gap |theta| < 1 where nu is small, so E[N(theta)^n]
 is carried by rare draws with |theta| near 1 everywhere.
 
-(a) bias of the plain prior-sampling estimator (bayesvm.normalization.log_normalization)
+(a) bias of the plain prior-sampling estimator (bayesvm.normalization.draws.log_normalization)
     as n grows, against the annealed estimate of the same integral (route "mean");
 (b) agreement of independent annealed runs (two seeds, and a fixed geometric
     schedule) at n = 1000, M = 500;
@@ -33,14 +33,14 @@ from pathlib import Path
 
 import numpy as np
 
-from bayesvm.annealing import (
+from bayesvm.normalization.annealing import (
     annealed_log_expectation,
     annealed_log_normalization,
     mean_route_log_likelihood,
     prior_factor,
 )
 from bayesvm.kernels import RBF
-from bayesvm.evidence import log_normalization
+from bayesvm.evidence.log_evidence import log_normalization
 
 KERNEL = RBF(length_scale=0.2, amplitude=1.0, offset=1.0)
 C = 2.0

@@ -9,7 +9,7 @@ Arms (``--arms``):
 
 * ``search``: ``BayesianSVC()`` with its defaults -- ``select_hyperparameters``
   with ``method="search"`` (L-BFGS-B ascent of ln P(D) with exact gradients,
-  then the tests of ``bayesvm.trust`` at the answer) -- probabilities from
+  then the tests of ``bayesvm.selection.trust`` at the answer) -- probabilities from
   ``predict_proba`` (EP posterior, averaged);
 * ``grid``: the former default, ``select_hyperparameters(X, y,
   method="grid")`` with its defaults (default grid, extensions at its edges,
@@ -133,12 +133,12 @@ from sklearn.svm import SVC  # noqa: E402
 
 import bayesvm  # noqa: E402
 from bayesvm import BayesianSVC, Posterior, log_evidence, select_hyperparameters  # noqa: E402
-from bayesvm.annealing import DEFAULT_RUNS as ANNEALING_RUNS  # noqa: E402
+from bayesvm.normalization.annealing import DEFAULT_RUNS as ANNEALING_RUNS  # noqa: E402
 from bayesvm.datasets import load_dataset  # noqa: E402
 from bayesvm.hyperparameters import COORDINATES, SearchSpace, coordinates_of  # noqa: E402
 from bayesvm.kernels import make_kernel  # noqa: E402
 from bayesvm.metrics import brier_score, error_rate, expected_calibration_error, negative_log_likelihood  # noqa: E402
-from bayesvm.grid import default_grid  # noqa: E402
+from bayesvm.selection.grid import default_grid  # noqa: E402
 
 _IMPORT_SECONDS = time.perf_counter() - _T_START
 

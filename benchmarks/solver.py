@@ -35,7 +35,7 @@ import bayesvm
 from bayesvm import RBF
 from bayesvm._precision import float64_scope
 from bayesvm.kernels import gram_matrix
-from bayesvm.solver import fit_map, solve_dual_batch
+from bayesvm.solver.dual import fit_map, solve_dual_batch
 
 
 def data(n, seed=0):

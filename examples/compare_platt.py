@@ -92,7 +92,7 @@ def splits(n: int) -> str:
 
 def evidence_selector(grid: dict, quick: bool, surfaces: list):
     """``select(X_train, y_train) -> (kernel, C)`` by evidence maximisation; keeps each surface in ``surfaces``."""
-    options = dict(method="grid", options=bayesvm.selection.GridOptions(refine=False, max_extensions=0 if quick else 1))
+    options = dict(method="grid", options=bayesvm.selection.select.GridOptions(refine=False, max_extensions=0 if quick else 1))
 
     def select(X_train, y_train):
         started = time.perf_counter()

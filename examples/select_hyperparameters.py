@@ -56,9 +56,9 @@ from sklearn.model_selection import train_test_split  # noqa: E402
 
 import bayesvm  # noqa: E402
 from bayesvm.datasets import load_dataset  # noqa: E402
-from bayesvm.approximations import NAIVE_ESTIMATORS  # noqa: E402
+from bayesvm.evidence.approximations import NAIVE_ESTIMATORS  # noqa: E402
 from bayesvm.plotting import save_figure  # noqa: E402
-from bayesvm.selection import GRID_NORMALIZATIONS, GridEstimators, GridOptions  # noqa: E402
+from bayesvm.selection.select import GRID_NORMALIZATIONS, GridEstimators, GridOptions  # noqa: E402
 
 DATASET = "breast_cancer"
 TEST_SIZE = 0.3

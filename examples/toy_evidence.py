@@ -56,14 +56,14 @@ import numpy as np  # noqa: E402
 
 from bayesvm import plotting  # noqa: E402
 from bayesvm.datasets import ToyData, make_toy  # noqa: E402
-from bayesvm.evidence import log_evidence  # noqa: E402
+from bayesvm.evidence.log_evidence import log_evidence  # noqa: E402
 from bayesvm.kernels import RBF  # noqa: E402
 from bayesvm.posterior import Posterior  # noqa: E402
 
 TRUE_C = 2.0
 TRUE_AMPLITUDE = 1.0
 TRUE_LENGTH_SCALE = 0.1
-#: effective sample size below which bayesvm.normalization flags the prior estimator
+#: effective sample size below which bayesvm.normalization.draws flags the prior estimator
 LOW_ESS = 100.0
 #: --evidence choices: (approximation of ln Q(D), estimator of ln N(D))
 ESTIMATORS = {

@@ -17,7 +17,7 @@ from scipy import integrate
 from scipy.special import logsumexp, roots_legendre
 from scipy.stats import multivariate_normal, norm
 
-from bayesvm.annealing import (
+from bayesvm.normalization.annealing import (
     annealed_log_expectation,
     annealed_log_naive_evidence,
     annealed_log_normalization,

@@ -1,5 +1,6 @@
 """The `bayesvm` command: demo, select on a CSV, JSON/plot output, one-line errors."""
 
+import io
 import json
 import shutil
 import subprocess
@@ -8,6 +9,7 @@ import sys
 import numpy as np
 import pytest
 
+from bayesvm._cli_report import ProgressBar
 from bayesvm.cli import main
 
 SMALL = ["--method", "grid", "--n-samples", "200", "--no-refine"]
@@ -165,3 +167,19 @@ def test_compare_bad_input_gives_one_line_error(tmp_path, toy, capsys):
     assert main(["compare", str(data), "--target", "nope"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("bayesvm: error:") and "column 'nope' not found" in err and len(err.splitlines()) == 1
+
+
+def test_progress_in_a_log_is_a_few_lines_and_quiet_is_silent():
+    log = io.StringIO()  # not a terminal
+    bar = ProgressBar("evidence", stream=log)
+    for done in range(1, 501):
+        bar(done, 500)
+    lines = log.getvalue().splitlines()
+    assert "\r" not in log.getvalue()
+    assert 2 <= len(lines) <= 3 and lines[-1].startswith("evidence: 100%") and "500/500" in lines[-1]
+
+    quiet = io.StringIO()
+    bar = ProgressBar("evidence", quiet=True, stream=quiet)
+    for done in range(1, 11):
+        bar(done, 10)
+    assert quiet.getvalue() == ""

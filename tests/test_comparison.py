@@ -19,7 +19,7 @@ from bayesvm.comparison import (
 )
 from bayesvm.kernels import RBF
 from bayesvm.posterior import Posterior
-from bayesvm.solver import fit_map
+from bayesvm.solver.dual import fit_map
 
 matplotlib.use("Agg")
 

@@ -1,4 +1,4 @@
-"""Tests for bayesvm.ep: tilted moments against quadrature, EP against exact
+"""Tests for bayesvm.evidence.ep: tilted moments against quadrature, EP against exact
 integrals (quadrature for n = 1, 2), brute-force Monte Carlo from the GP prior
 and elliptical slice sampling; batching, determinism and NaN guards.
 
@@ -19,7 +19,7 @@ from scipy import integrate, special, stats
 from scipy.special import logsumexp
 
 from bayesvm._precision import float64_scope
-from bayesvm.ep import (
+from bayesvm.evidence.ep import (
     ep_log_evidence,
     ep_log_normalization,
     ep_log_z_batch,
@@ -27,7 +27,7 @@ from bayesvm.ep import (
 )
 from bayesvm.kernels import RBF
 from bayesvm.model import log_kappa, log_label_likelihood, log_nu
-from bayesvm.tilted import (
+from bayesvm.evidence.tilted import (
     hinge_tilted_moments,
     log_mills_ratio,
     log_upper_tail,
@@ -386,7 +386,7 @@ def test_problem_sizes_cover_n_with_bounded_padding():
 def test_padding_to_the_compiled_size_changes_nothing():
     # The entry points pad n to a shared compiled size (here 65 -> 72) with flat sites under a
     # unit-variance prior block. Reference: EP's own loop on the unpadded problem.
-    from bayesvm.ep import _label_sites, _nu_sites, run_ep
+    from bayesvm.evidence.ep import _label_sites, _nu_sites, run_ep
 
     K, X = rbf_gram(65, 3.0, seed=21)
     y = np.where(X[:, 0] > 0, 1.0, -1.0)

@@ -11,11 +11,11 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from bayesvm.estimator import BayesianSVC
-from bayesvm.evidence import log_evidence
+from bayesvm.evidence.log_evidence import log_evidence
 from bayesvm.kernels import RBF
 from bayesvm.posterior import Posterior
-from bayesvm.grid import GridEdgeWarning
-from bayesvm.solver import fit_map
+from bayesvm.selection.grid import GridEdgeWarning
+from bayesvm.solver.dual import fit_map
 
 FIXED = dict(C=1.0, amplitude=2.0, length_scale=1.0, offset=1.0)
 

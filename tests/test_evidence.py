@@ -9,16 +9,16 @@ from scipy import integrate, stats
 from scipy.special import logsumexp
 
 from bayesvm import RBF, Linear
-from bayesvm.evidence import LAPLACE_MARGINAL_SHARE, log_evidence, log_naive_evidence, log_normalization
-from bayesvm.annealing import annealed_log_normalization
+from bayesvm.evidence.log_evidence import LAPLACE_MARGINAL_SHARE, log_evidence, log_naive_evidence, log_normalization
+from bayesvm.normalization.annealing import annealed_log_normalization
 from bayesvm.kernels import gram_matrix
 from bayesvm.model import log_kappa
-from bayesvm.normalization import (
+from bayesvm.normalization.draws import (
     log_normalization_from_draws,
     normalization_inputs,
     prior_draws,
 )
-from bayesvm.solver import fit_map
+from bayesvm.solver.dual import fit_map
 
 
 def _tiny_problem(n=8, seed=0):

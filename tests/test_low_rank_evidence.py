@@ -9,7 +9,7 @@ from bayesvm import BayesianSVC, log_evidence
 from bayesvm.datasets import load_dataset
 from bayesvm.kernels import RBF
 from bayesvm.posterior import Posterior
-from bayesvm.search_priors import AUTO_INDUCING_ABOVE, FullPrior, InducingPrior, LowRankNotice, prior_for
+from bayesvm.selection.search_priors import AUTO_INDUCING_ABOVE, FullPrior, InducingPrior, LowRankNotice, prior_for
 
 
 @pytest.fixture(scope="module")

@@ -19,12 +19,12 @@ from scipy.stats import norm
 from sklearn.model_selection import train_test_split
 
 from bayesvm._precision import float64_scope
-from bayesvm.annealing import annealed_log_normalization
+from bayesvm.normalization.annealing import annealed_log_normalization
 from bayesvm.datasets import load_dataset
 from bayesvm.hyperparameters import kernel_hyperparameters_at
 from bayesvm.kernels import RBF
 from bayesvm.low_rank import low_rank_prior
-from bayesvm.normalization_low_rank import (
+from bayesvm.normalization.low_rank import (
     LowRankNormalizationPath,
     annealed_log_normalization_low_rank,
     log_nu_smoothed,

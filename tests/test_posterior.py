@@ -8,7 +8,7 @@ from scipy.special import expit
 from bayesvm import RBF
 from bayesvm.kernels import gram_matrix
 from bayesvm.posterior import Posterior, predictive_probability
-from bayesvm.solver import fit_map
+from bayesvm.solver.dual import fit_map
 
 
 def _q(theta, C, s):

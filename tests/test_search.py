@@ -15,12 +15,13 @@ from sklearn.model_selection import train_test_split
 
 import bayesvm
 from bayesvm._precision import float64_scope
-from bayesvm.annealing import annealed_log_normalization
+from bayesvm.normalization.annealing import annealed_log_normalization
 from bayesvm.datasets import load_dataset
-from bayesvm.ep_gradient import ep_naive_evidence_and_gradient, zero_sites
+from bayesvm.evidence.ep_gradient import ep_naive_evidence_and_gradient, zero_sites
 from bayesvm.hyperparameters import SearchSpace, coordinates_of, kernel_hyperparameters_at
 from bayesvm.kernels import RBF, Polynomial
-from bayesvm.normalization_path import NormalizationPath
+from bayesvm.normalization.path import NormalizationPath
+from bayesvm.selection.search import SearchOptions, default_starts, screen_candidates, select_by_search
 
 
 def _subsample(name, n, seed=0):
@@ -180,10 +181,10 @@ def test_search_rejects_a_grid_of_several_values():
 def _search(X, y, options, starts=None):
     template = RBF()
     space = SearchSpace.default(X, template)
-    starts = bayesvm.search.default_starts(space, X, template) if starts is None else starts
+    starts = default_starts(space, X, template) if starts is None else starts
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return bayesvm.search.select_by_search(X, y, template, space=space, starts=starts, options=options)
+        return select_by_search(X, y, template, space=space, starts=starts, options=options)
 
 
 def test_a_search_whose_loose_ep_fails_at_both_starts_recovers_through_the_fallbacks():
@@ -192,8 +193,6 @@ def test_a_search_whose_loose_ep_fails_at_both_starts_recovers_through_the_fallb
     One sweep from cold sites cannot converge, so without fallbacks nothing can be evaluated (the old
     behaviour, an error); with them the same search ends where the default one does.
     """
-    from bayesvm.search import SearchOptions
-
     X, y = _subsample("breast_cancer", 60, seed=3)
     broken = SearchOptions(ep_max_iter=1, max_iter=3)
     with pytest.raises(RuntimeError, match="could not be evaluated"):
@@ -216,12 +215,12 @@ def test_the_screen_moves_a_start_that_cannot_be_evaluated_and_says_so():
     upper = default.upper.copy()
     upper[1] = np.log(1e12)
     space = SearchSpace(default.lower, upper)
-    start = bayesvm.search.default_starts(default, X, template)[0]
+    start = default_starts(default, X, template)[0]
     start[1] = np.log(1e12)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        selection = bayesvm.search.select_by_search(
-            X, y, template, space=space, starts=start[None], options=bayesvm.search.SearchOptions(max_iter=3))
+        selection = select_by_search(
+            X, y, template, space=space, starts=start[None], options=SearchOptions(max_iter=3))
     first = selection.search.steps[0]
     assert not np.isfinite(first.log_evidence) and np.allclose(first.x, start)
     assert "start moved to" in selection.search.messages[0]
@@ -229,8 +228,6 @@ def test_the_screen_moves_a_start_that_cannot_be_evaluated_and_says_so():
 
 
 def test_screen_candidates_stay_in_the_box_and_keep_fixed_coordinates():
-    from bayesvm.search import screen_candidates
-
     space = SearchSpace(np.log([0.1, 1.0, 0.5, 2.0]), np.log([10.0, 50.0, 0.5, 8.0]))
     start = np.log([1.0, 40.0, 0.5, 7.0])
     candidates = screen_candidates(space, start, 8)

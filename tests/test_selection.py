@@ -8,14 +8,14 @@ import pytest
 from sklearn.model_selection import StratifiedKFold
 
 import bayesvm  # noqa: F401
-from bayesvm.annealing import annealed_log_normalization
-from bayesvm.approximations import AnnealedNormalization, Estimate
-from bayesvm.evidence import log_evidence
-from bayesvm.grid import AXES, Grid, GridEdgeWarning, default_grid
-from bayesvm.grid_checks import DegenerateSelectionWarning, GridChecks, cell_key
+from bayesvm.normalization.annealing import annealed_log_normalization
+from bayesvm.evidence.approximations import AnnealedNormalization, Estimate
+from bayesvm.evidence.log_evidence import log_evidence
+from bayesvm.selection.grid import AXES, Grid, GridEdgeWarning, default_grid
+from bayesvm.selection.grid_checks import DegenerateSelectionWarning, GridChecks, cell_key
 from bayesvm.kernels import RBF
-from bayesvm.selection import GridEstimators, GridOptions, select_hyperparameters
-from bayesvm.solver import fit_map
+from bayesvm.selection.select import GridEstimators, GridOptions, select_hyperparameters
+from bayesvm.solver.dual import fit_map
 
 #: the evidence settings, in log_evidence's names
 #: (plain prior sampling stays untrusted, fewer than 100 effective draws, at some cells even with 20,000 draws)

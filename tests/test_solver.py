@@ -9,7 +9,7 @@ from scipy.optimize import minimize
 from bayesvm import RBF, Exponential, Linear, Polynomial
 from bayesvm._precision import float64_scope
 from bayesvm.kernels import gram_matrix
-from bayesvm.solver import fit_map, solve_dual, solve_dual_batch
+from bayesvm.solver.dual import fit_map, solve_dual, solve_dual_batch
 
 
 def _problem(n, d=2, seed=0, noise=0.3):

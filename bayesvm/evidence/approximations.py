@@ -1,0 +1,333 @@
+"""Every approximation of ln Q(D) and ln N(D) behind one interface.
+
+An estimator takes a batch of hyperparameter cells that share one kernel
+shape and offset ratio (:class:`Cells`: the prior of cell b is
+k0_b (base + r), its penalty C_b) and returns an :class:`Estimate` (value,
+standard error, whether it can be trusted, diagnostics), one entry per cell.
+:func:`naive_estimator` and :func:`normalization_estimator` are the only
+places where a name becomes an estimator; :func:`bayesvm.log_evidence` is a
+one-cell call into them and the grid selection a block-at-a-time one.
+
+ln Q(D), the naive evidence (theory: "Why C and k0 need the evidence"):
+
+* ``"ep"``: expectation propagation (:func:`bayesvm.evidence.ep.ep_log_z_batch`);
+* ``"laplace"``: Sollich's Laplace-style form around the MAP solution (far
+  too optimistic where many points are marginal; theory: "Where the Laplace
+  form breaks");
+* ``"sampled"``: tempered SMC from the prior to the posterior, with a standard
+  error: the reference the other two are checked against.
+
+ln N(D), the normalisation factor (theory: "The normalisation factor"). Two
+integrals carry that name. Over the n training inputs themselves (theory:
+"The single-draw identity"), ln N(D) ~= ln E_theta[prod_i nu(theta(x_i))]:
+
+* ``"annealed"`` (the default everywhere): tempered SMC, with a standard
+  error from independent runs;
+* ``"ep"``: EP, deterministic but tens of nats low where the latents are
+  strongly correlated (theory: "Expectation propagation").
+
+Over M stand-in inputs for the input distribution, with the exponent n,
+ln N(D) ~= ln E_theta[(mean_j nu(theta(x_j)))^n] (``cells.base`` is then the
+stand-in inputs' Gram matrix):
+
+* ``"annealed-stand-in"``: tempered SMC;
+* ``"prior"``: plain sampling from the prior with common random numbers
+  across the cells; biased low by many nats at realistic n.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import _linalg
+from ..normalization.annealing import (
+    padded,
+    annealed_log_expectation,
+    annealed_log_naive_evidence,
+    annealed_until_runs_agree,
+    mean_route_log_likelihood,
+    prior_factor,
+    product_route_log_likelihood,
+    target_standard_error,
+)
+from .ep import ep_log_z_batch
+from .laplace import DETERMINANTS, NaiveEvidenceTerms, laplace_factor, laplace_log_naive_evidence
+from ..normalization.draws import draws_from_base, log_normalization_from_draws
+from ..solver.dual import solve_dual_boxes
+
+__all__ = [
+    "Cells",
+    "Estimate",
+    "NAIVE_ESTIMATORS",
+    "NORMALIZATION_ESTIMATORS",
+    "STAND_IN_ESTIMATORS",
+    "naive_estimator",
+    "normalization_estimator",
+]
+
+#: cells per compiled EP or dual-solver batch; the last batch is padded by repetition, so every block of
+#: the grid shares one compilation per problem size (a single cell runs alone)
+_BATCH = 3
+#: below this effective number of draws a plain prior-sampling estimate is flagged
+_MIN_PRIOR_ESS = 100.0
+
+
+class Cells(NamedTuple):
+    """A batch of B hyperparameter cells on one set of M inputs.
+
+    base: (M, M) unit-amplitude, zero-offset Gram matrix of the inputs the
+      integral runs over (the training inputs, or stand-in inputs);
+    offset_ratio: k_b / k0, shared by the batch;
+    amplitude, C: (B,) k0 and the penalty of each cell: cell b's prior is
+      amplitude_b (base + offset_ratio);
+    y: (M,) labels in {-1, +1} (ln Q(D) only; None for ln N(D));
+    n: the number of training points (the exponent of the stand-in integral; M otherwise).
+    """
+
+    base: jax.Array
+    offset_ratio: float
+    amplitude: np.ndarray
+    C: np.ndarray
+    y: jax.Array | None = None
+    n: int | None = None
+
+    @classmethod
+    def at(cls, base, offset_ratio, amplitude, C, y=None, n=None) -> "Cells":
+        """Cells with the per-cell values as float64 arrays broadcast to one length."""
+        amplitude, C = np.broadcast_arrays(np.atleast_1d(np.asarray(amplitude, dtype=np.float64)),
+                                           np.atleast_1d(np.asarray(C, dtype=np.float64)))
+        base = jnp.asarray(base, dtype=jnp.float64)
+        n = base.shape[0] if n is None else int(n)
+        return cls(base, float(offset_ratio), amplitude.copy(), C.copy(), None if y is None else jnp.asarray(y), n)
+
+    @property
+    def size(self) -> int:
+        return int(self.C.size)
+
+    def prior(self, b: int) -> jax.Array:
+        """Cell b's prior covariance k0 (base + r)."""
+        return self.amplitude[b] * (self.base + self.offset_ratio)
+
+
+class Estimate(NamedTuple):
+    """One estimate per cell: value, standard error (0 where deterministic), ``trusted`` (EP converged;
+    the sampler's independent runs agree; enough effective prior draws) and per-cell diagnostics."""
+
+    value: np.ndarray
+    se: np.ndarray
+    trusted: np.ndarray
+    diagnostics: dict
+
+    def at(self, b: int) -> "Estimate":
+        """Cell b alone (scalars)."""
+        return Estimate(float(self.value[b]), float(self.se[b]), bool(self.trusted[b]),
+                        jax.tree_util.tree_map(lambda v: v[b], self.diagnostics))
+
+
+def _in_batches(run: Callable, *per_cell: np.ndarray):
+    """``run`` on fixed-size batches of the cells (the last padded by repetition), outputs concatenated."""
+    size = per_cell[0].size
+    batch_size = min(_BATCH, size)
+    outputs = []
+    for start in range(0, size, batch_size):
+        index = np.minimum(np.arange(start, start + batch_size), size - 1)
+        batch = run(*(jnp.asarray(v[index]) for v in per_cell))
+        outputs.append(jax.tree_util.tree_map(lambda v, k=min(batch_size, size - start): np.asarray(v)[:k], batch))
+    return jax.tree_util.tree_map(lambda *v: np.concatenate(v), *outputs)
+
+
+def _ep_estimate(cells: Cells, sites: str, tol: float, log_z_tol: float) -> Estimate:
+    """ln Z by EP at every cell (:func:`bayesvm.evidence.ep.ep_log_z_batch`, ``sites`` "labels" or "nu"), trusted where converged."""
+    base = cells.base + cells.offset_ratio
+    y = cells.y if sites == "labels" else None
+    out = _in_batches(lambda a, c: ep_log_z_batch(base, a, c, y, sites=sites, tol=tol, log_z_tol=log_z_tol),
+                      cells.amplitude, cells.C)
+    return Estimate(out.log_z, np.zeros(cells.size), out.converged, {"n_iter": out.n_iter})
+
+
+# ---------------------------------------------------------------------------
+# ln Q(D)
+
+
+@dataclass(frozen=True)
+class EPNaive:
+    """ln Q(D) by EP (label sites); stops once ln Z changes by less than ``log_z_tol`` nats three times running."""
+
+    log_z_tol: float = 1e-6
+    tol: float = 1e-8
+
+    def __call__(self, cells: Cells) -> Estimate:
+        return _ep_estimate(cells, "labels", self.tol, self.log_z_tol)
+
+
+@dataclass(frozen=True)
+class LaplaceNaive:
+    """Sollich's Laplace-style ln Q(D) at each cell's MAP solution; ``determinant``: "regularized" or "raw"."""
+
+    determinant: str = "regularized"
+
+    def __post_init__(self):
+        if self.determinant not in DETERMINANTS:
+            raise ValueError(f"determinant must be one of {DETERMINANTS}; got {self.determinant!r}")
+
+    def __call__(self, cells: Cells) -> Estimate:
+        # one matrix for the whole batch: the dual on base + r with box P = C k0, then alpha = b / k0
+        base = cells.base + cells.offset_ratio
+        solutions = _in_batches(lambda P: solve_dual_boxes(base, cells.y, P), cells.amplitude * cells.C)
+        terms = []
+        for b in range(cells.size):
+            solution = jax.tree_util.tree_map(lambda v, b=b: jnp.asarray(v[b]), solutions)
+            solution = solution._replace(alpha=solution.alpha / cells.amplitude[b])
+            K = cells.prior(b)
+            size = _linalg.buffer_size(int(np.sum(solution.marginal)), K.shape[0])
+            factor = laplace_factor(K, solution, cells.C[b], size)
+            terms.append(laplace_log_naive_evidence(K, cells.y, cells.C[b], solution, factor, self.determinant))
+        terms = NaiveEvidenceTerms(*(np.array(column, dtype=np.float64) for column in zip(*terms)))
+        return Estimate(terms.value, np.zeros(cells.size), np.isfinite(terms.value), {"terms": terms._asdict()})
+
+
+@dataclass(frozen=True)
+class SampledNaive:
+    """ln Q(D) by tempered SMC from the prior to the posterior; ``options`` go to the sampler."""
+
+    key: int = 0
+    options: dict = field(default_factory=dict)
+
+    def __call__(self, cells: Cells) -> Estimate:
+        factor = prior_factor(cells.base + cells.offset_ratio)
+        results = [annealed_log_naive_evidence(None, cells.y, cells.C[b], chol=np.sqrt(cells.amplitude[b]) * factor,
+                                               key=self.key, **self.options) for b in range(cells.size)]
+        return _from_annealing(results)
+
+
+# ---------------------------------------------------------------------------
+# ln N(D)
+
+
+def _from_annealing(results) -> Estimate:
+    return Estimate(
+        np.array([r.value for r in results]), np.array([r.se for r in results]),
+        np.array([r.runs_agree for r in results]),
+        {"ess": np.array([r.ess for r in results]), "n_runs": np.array([r.n_runs for r in results]),
+         "n_particles": np.array([r.n_particles for r in results])},
+    )
+
+
+@dataclass(frozen=True)
+class AnnealedNormalization:
+    """ln E_theta[prod_i nu(theta_i)] over the training inputs by tempered SMC (route "product").
+
+    One square-root factor of base + r serves every cell (scaled by sqrt(k0));
+    the prior is padded to :func:`bayesvm._linalg.problem_size` (n) so that
+    nearby n share one compilation. ``options`` go to the sampler (its
+    first budget, ``ladder`` and ``max_se``, by default
+    :func:`bayesvm.normalization.annealing.target_standard_error` (n)): the budget grows
+    until the runs agree and the standard error reaches that target
+    (:func:`bayesvm.normalization.annealing.annealed_until_runs_agree`); runs that still
+    disagree at its cap mark the cell untrusted (biased low).
+    """
+
+    key: int = 0
+    options: dict = field(default_factory=dict)
+
+    def __call__(self, cells: Cells) -> Estimate:
+        factor = prior_factor(cells.base + cells.offset_ratio)
+        size = _linalg.problem_size(cells.n)
+        options = {"max_se": target_standard_error(cells.n), **self.options}
+        with warnings.catch_warnings():  # a low run ESS shows up as trusted=False and a large se
+            warnings.simplefilter("ignore", RuntimeWarning)
+            results = []
+            for b in range(cells.size):
+                chol, mask = padded(np.sqrt(cells.amplitude[b]) * factor, size)
+                results.append(annealed_until_runs_agree(chol, product_route_log_likelihood, args=(cells.C[b], mask),
+                                                         key=self.key, **options))
+        return _from_annealing(results)
+
+
+@dataclass(frozen=True)
+class AnnealedStandInNormalization:
+    """ln E_theta[(mean_j nu(theta(x_j)))^n] over M stand-in inputs by tempered SMC (route "mean")."""
+
+    key: int = 0
+    options: dict = field(default_factory=dict)
+
+    def __call__(self, cells: Cells) -> Estimate:
+        factor = prior_factor(cells.base + cells.offset_ratio)
+        results = [annealed_log_expectation(np.sqrt(cells.amplitude[b]) * factor, mean_route_log_likelihood,
+                                            args=(cells.C[b], cells.n), key=self.key, **self.options)
+                   for b in range(cells.size)]
+        return _from_annealing(results)
+
+
+@dataclass(frozen=True)
+class EPNormalization:
+    """ln E_theta[prod_i nu(theta_i)] over the training inputs by EP (nu sites); deterministic."""
+
+    log_z_tol: float = 1e-6
+    tol: float = 1e-8
+
+    def __call__(self, cells: Cells) -> Estimate:
+        return _ep_estimate(cells, "nu", self.tol, self.log_z_tol)
+
+
+@dataclass(frozen=True)
+class PriorNormalization:
+    """ln (1/S) sum_s (mean_j nu(theta_s(x_j)))^n from S prior draws at M stand-in inputs.
+
+    theta_s = sqrt(k0) f_s + sqrt(k_b) b_s with f_s ~ N(0, base), b_s ~ N(0, 1):
+    one factor of ``base`` and one set of standard normals serve every cell
+    (common random numbers). Untrusted below ``_MIN_PRIOR_ESS`` effective draws.
+    """
+
+    n_samples: int = 2000
+    key: int = 0
+
+    def __call__(self, cells: Cells) -> Estimate:
+        draws = draws_from_base(cells.base, n_samples=self.n_samples, random_state=self.key)
+        estimate = jax.vmap(log_normalization_from_draws, in_axes=(None, 0, 0, 0, None))(
+            draws, jnp.asarray(cells.amplitude), jnp.asarray(cells.offset_ratio * cells.amplitude),
+            jnp.asarray(cells.C), cells.n,
+        )
+        ess = np.asarray(estimate.ess)
+        return Estimate(np.asarray(estimate.value), np.asarray(estimate.se), ess >= _MIN_PRIOR_ESS,
+                        {"ess": ess, "n_samples": np.full(cells.size, self.n_samples)})
+
+
+# ---------------------------------------------------------------------------
+# the registry
+
+NAIVE_ESTIMATORS: dict[str, type] = {"ep": EPNaive, "laplace": LaplaceNaive, "sampled": SampledNaive}
+NORMALIZATION_ESTIMATORS: dict[str, type] = {
+    "annealed": AnnealedNormalization,
+    "ep": EPNormalization,
+    "annealed-stand-in": AnnealedStandInNormalization,
+    "prior": PriorNormalization,
+}
+#: the ln N(D) estimators whose integral runs over stand-in inputs (``cells.base`` their Gram, ``cells.n`` the exponent)
+STAND_IN_ESTIMATORS = ("annealed-stand-in", "prior")
+
+
+def _make(registry: dict, kind: str, name: str, options: dict):
+    if name not in registry:
+        raise ValueError(f"{kind} must be one of {tuple(registry)}; got {name!r}")
+    cls = registry[name]
+    accepted = set(cls.__dataclass_fields__)
+    return cls(**{k: v for k, v in options.items() if k in accepted})
+
+
+def naive_estimator(name: str, **options) -> Callable[[Cells], Estimate]:
+    """The ln Q(D) estimator called ``name`` (``"ep"``, ``"laplace"``, ``"sampled"``) with those of
+    ``options`` it takes (``determinant``, ``key``, ``log_z_tol``, ``tol``, ``options``)."""
+    return _make(NAIVE_ESTIMATORS, "approximation", name, options)
+
+
+def normalization_estimator(name: str, **options) -> Callable[[Cells], Estimate]:
+    """The ln N(D) estimator called ``name`` (``"annealed"``, ``"ep"``, ``"annealed-stand-in"``, ``"prior"``)
+    with those of ``options`` it takes (``key``, ``n_samples``, ``log_z_tol``, ``tol``, ``options``)."""
+    return _make(NORMALIZATION_ESTIMATORS, "normalization", name, options)

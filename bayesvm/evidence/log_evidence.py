@@ -1,0 +1,364 @@
+"""The evidence of an SVM's hyperparameters at one point, ln P(D | C, K) = ln Q(D) - ln N(D).
+
+The one-cell entry points into :mod:`bayesvm.evidence.approximations` (the
+estimators and their names are described there): :func:`log_evidence` fits
+the MAP SVM, computes ln Q(D) and ln N(D) and returns an :class:`Evidence`
+with every term, the standard errors of the sampled parts and the fit;
+:func:`naive_evidence` and :func:`log_normalization` compute one part
+(theory: "Why C and k0 need the evidence" and "The normalisation factor").
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from functools import cached_property
+
+import jax.numpy as jnp
+import numpy as np
+
+from .._precision import float64, numpy_leaves
+from .._validation import check_inputs, check_kernel, check_labels, check_positive
+from .approximations import (
+    EPNaive,
+    NAIVE_ESTIMATORS,
+    NORMALIZATION_ESTIMATORS,
+    STAND_IN_ESTIMATORS,
+    Cells,
+    Estimate,
+    naive_estimator,
+    normalization_estimator,
+)
+from .ep_gradient import zero_sites
+from .ep_low_rank import low_rank_naive_evidence_and_gradient, low_rank_predictor
+from ..hyperparameters import coordinates_of
+from ..kernels import RBF, Kernel, gram_matrix
+from ..low_rank import inducing_inputs, low_rank_prior
+from ..normalization.low_rank import annealed_log_normalization_low_rank
+from .laplace import DETERMINANTS, NaiveEvidenceTerms
+from ..normalization.draws import normalization_inputs
+from ..posterior import LowRankPosterior, Posterior
+from ..solver.dual import MapSVM, fit_map
+
+__all__ = ["Evidence", "log_evidence", "log_normalization", "log_naive_evidence", "naive_evidence"]
+
+#: Laplace-style evidence is flagged when more than this share of the points is marginal. Measured
+#: (evidence-accuracy study of the documentation, 72 points on six data sets at n = 80): above 7.5% every
+#: Laplace value was more than 5 nats above the sampled reference; its error was about
+#: LAPLACE_OPTIMISM_SLOPE * share + LAPLACE_OPTIMISM_INTERCEPT nats (theory: "Where the Laplace form breaks").
+LAPLACE_MARGINAL_SHARE = 0.075
+#: Least-squares fit, over the same 72 points, of the Laplace-style value's excess over tempered sampling (nats)
+#: against the share of marginal points: excess ~= slope * share + intercept, residual sd in nats.
+LAPLACE_OPTIMISM_SLOPE = 28.6
+LAPLACE_OPTIMISM_INTERCEPT = 4.2
+LAPLACE_OPTIMISM_RESIDUAL_SD = 4.2
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """ln P(D) = naive - log_normalization, with its parts.
+
+    Attributes
+    ----------
+    total, total_se : ln P(D) and its standard error (from the sampled terms).
+    naive, naive_se : ln Q(D), the naive evidence, and its standard error
+        (0 for the deterministic approximations).
+    terms : the parts of the Laplace-style ln Q(D) (None for the others).
+    log_normalization, log_normalization_se, normalization_ess : ln N(D), its
+        standard error and the effective sample size of its estimator.
+    n_marginal : size of the marginal set at the MAP solution (None on the
+        low-rank path, which fits no MAP SVM).
+    approximation, determinant : how ln Q(D) was computed.
+    fit : the MAP SVM (None on the low-rank path).
+    low_rank : on the low-rank path, EP's posterior under the low-rank prior
+        (:class:`~bayesvm.posterior.LowRankPosterior`); None otherwise.
+    naive_converged : the ln Q(D) estimate is trusted (EP converged; finite).
+    normalization_trusted : the ln N(D) estimate is trusted (the sampler's
+        independent runs agree; EP converged; enough effective prior draws).
+    posterior : Sollich's Gaussian posterior around the fit, built on first use.
+    """
+
+    total: float
+    total_se: float
+    naive: float
+    naive_se: float
+    terms: NaiveEvidenceTerms | None
+    log_normalization: float
+    log_normalization_se: float
+    normalization_ess: float
+    n_marginal: int | None
+    approximation: str
+    determinant: str
+    normalization: str
+    fit: MapSVM | None
+    naive_converged: bool = True
+    normalization_trusted: bool = True
+    low_rank: LowRankPosterior | None = None
+
+    def __getstate__(self):
+        # JAX arrays would unpickle in the precision of the moment (float32 with the flag off): store NumPy
+        return numpy_leaves(self.__dict__)
+
+    @cached_property
+    def posterior(self) -> Posterior | LowRankPosterior:
+        return self.low_rank if self.fit is None else Posterior.from_fit(self.fit)
+
+    @property
+    def n(self) -> int:
+        return self.low_rank.n if self.fit is None else int(self.fit.X.shape[0])
+
+    def summary(self) -> str:
+        """A readable table of the evidence and its terms."""
+        rows = [("ln P(D)  (total)", f"{self.total:12.3f} +- {self.total_se:.3f}")]
+        rows.append((f"ln Q(D)  (naive, {self.approximation})", f"{self.naive:12.3f} +- {self.naive_se:.3f}"))
+        if self.terms is not None:
+            rows += [
+                ("   n ln kappa(C)", f"{float(self.terms.log_kappa_term):12.3f}"),
+                ("   -1/2 sum y a theta", f"{float(self.terms.quadratic_term):12.3f}"),
+                ("   -C sum hinge", f"{float(self.terms.hinge_term):12.3f}"),
+                (f"   -1/2 ln det ({self.determinant})", f"{float(self.terms.log_det_term):12.3f}"),
+            ]
+        rows += [
+            (f"ln N(D)  (normalisation, {self.normalization})",
+             f"{self.log_normalization:12.3f} +- {self.log_normalization_se:.3f}"),
+            ("   effective samples", f"{self.normalization_ess:12.1f}"),
+        ]
+        if self.n_marginal is not None:
+            rows.append(("marginal points", f"{self.n_marginal:8d} of {self.n}"))
+        else:
+            rows.append(("inducing inputs", f"{self.low_rank.n_inducing:8d} for {self.n} points"))
+        width = max(len(name) for name, _ in rows)
+        return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
+
+
+def _one_cell(fit: MapSVM, y=None) -> Cells:
+    """The fit's hyperparameters as one cell on its training inputs."""
+    kernel = fit.kernel
+    base = gram_matrix(kernel.replace(amplitude=1.0, offset=0.0), jnp.asarray(fit.X))
+    amplitude = float(kernel.amplitude)
+    return Cells.at(base, float(kernel.offset) / amplitude, amplitude, fit.C, y=y)
+
+
+@float64
+def naive_evidence(
+    fit: MapSVM, approximation: str = "ep", *, determinant: str = "regularized", random_state=0
+) -> Estimate:
+    """ln Q(D) at a fitted MAP SVM's hyperparameters by the named approximation (one cell of
+    :mod:`bayesvm.evidence.approximations`); the Laplace terms are in ``diagnostics["terms"]``."""
+    estimator = naive_estimator(approximation, determinant=determinant, key=random_state)
+    estimate = estimator(_one_cell(fit, y=fit.y)).at(0)
+    if approximation == "ep" and not estimate.trusted:
+        warnings.warn("EP for ln Q(D) did not converge; the value is unreliable", RuntimeWarning, stacklevel=3)
+    return estimate
+
+
+@float64
+def log_naive_evidence(fit: MapSVM, *, determinant: str = "regularized") -> NaiveEvidenceTerms:
+    """Sollich's Laplace-style ln Q(D) for a fitted MAP SVM, term by term (see :mod:`bayesvm.evidence.laplace`)."""
+    return NaiveEvidenceTerms(**naive_evidence(fit, "laplace", determinant=determinant).diagnostics["terms"])
+
+
+@float64
+def log_normalization(
+    *,
+    kernel: Kernel,
+    C: float,
+    n: int,
+    inputs,
+    method: str = "annealed",
+    n_samples: int = 2000,
+    max_inputs: int = 500,
+    random_state=0,
+) -> Estimate:
+    """ln N(D) for n training points; ``method`` names both the integral and the estimator.
+
+    Over the n training inputs (``inputs`` must be those n points; theory:
+    "The single-draw identity"), ln N(D) ~= ln E_theta[prod_i nu(theta(x_i))]:
+    ``"annealed"`` (default: tempered SMC, the reference estimator) or ``"ep"``
+    (deterministic, but tens of nats low where the latents are strongly
+    correlated; theory: "Expectation propagation").
+
+    Over M stand-in inputs (``inputs`` subsampled to ``max_inputs``; theory:
+    "The normalisation factor"), ln N(D) ~= ln E_theta[(mean_j nu(theta(x_j)))^n]:
+    ``"annealed-stand-in"`` (tempered SMC) or ``"prior"`` (plain sampling
+    with ``n_samples`` draws, biased low by many nats at realistic n).
+
+    Returns the :class:`~bayesvm.evidence.approximations.Estimate` of the one cell
+    (value, se, trusted, diagnostics such as the effective sample size
+    ``"ess"``); warns when it is not to be trusted. ``random_state`` seeds the
+    sampling estimators (fix it for common random numbers across hyperparameters).
+    """
+    if method not in NORMALIZATION_ESTIMATORS:
+        raise ValueError(f"method must be one of {tuple(NORMALIZATION_ESTIMATORS)}; got {method!r}")
+    kernel = check_kernel(kernel)
+    C = check_positive(C, "C")
+    if isinstance(n, bool) or int(n) != n or n < 1:
+        raise ValueError(f"n must be a positive integer (the number of training points); got {n!r}")
+    estimator = normalization_estimator(method, key=random_state, n_samples=int(check_positive(n_samples, "n_samples")))
+    inputs = check_inputs(inputs, name="inputs")
+    if method in STAND_IN_ESTIMATORS:
+        inputs = normalization_inputs(inputs, "training", max_inputs=max_inputs, random_state=random_state)
+    elif inputs.shape[0] != n:
+        raise ValueError(
+            f"method={method!r} integrates over the n training inputs: n = {n} but inputs has "
+            f"{inputs.shape[0]} rows (use 'annealed-stand-in' for stand-in inputs)"
+        )
+    base = gram_matrix(kernel.replace(amplitude=1.0, offset=0.0), jnp.asarray(inputs))
+    amplitude = float(kernel.amplitude)
+    estimate = estimator(Cells.at(base, float(kernel.offset) / amplitude, amplitude, C, n=int(n))).at(0)
+    if not estimate.trusted:
+        warnings.warn(_UNTRUSTED_NORMALIZATION[method].format(**estimate.diagnostics), RuntimeWarning, stacklevel=3)
+    return estimate
+
+
+#: what an untrusted ln N(D) means, by estimator
+_UNTRUSTED_NORMALIZATION = {
+    "annealed": "the tempered-SMC runs for ln N(D) disagree (effective number of runs {ess:.1f} of {n_runs}): the "
+                "value is biased low and its standard error unreliable",
+    "annealed-stand-in": "the tempered-SMC runs for ln N(D) disagree (effective number of runs {ess:.1f} of "
+                         "{n_runs}): the value is biased low and its standard error unreliable",
+    "ep": "EP for ln N(D) did not converge; the value is unreliable",
+    "prior": "ln N(D) by plain prior sampling rests on {ess:.1f} effective draws of {n_samples}: the estimate is "
+             "likely biased low by several nats and its standard error is unreliable (the mean of N(theta)^n is "
+             "carried by rare draws that a finite sample usually misses). Use more samples or an annealed estimator.",
+}
+
+
+@float64
+def log_evidence(
+    X,
+    y,
+    *,
+    C: float = 1.0,
+    kernel: Kernel | None = None,
+    approximation: str = "ep",
+    determinant: str = "regularized",
+    normalization: str = "annealed",
+    normalization_inputs_from="training",
+    n_samples: int = 2000,
+    max_inputs: int = 500,
+    random_state=0,
+    inducing=None,
+) -> Evidence:
+    """ln P(D | C, kernel) for a data set.
+
+    Parameters
+    ----------
+    X, y : training inputs and two-valued labels.
+    C, kernel : hyperparameters (kernel default ``RBF()``).
+    approximation : how ln Q(D) is computed: ``"ep"`` (default),
+        ``"laplace"`` (Sollich's Laplace-style form; theory: "The naive
+        evidence: a Laplace-style approximation") or
+        ``"sampled"`` (see the module docstring).
+    determinant : for ``"laplace"``: ``"regularized"`` det(I + L_m K_m)
+        (default) or ``"raw"`` det(L_m K_m).
+    normalization : estimator of ln N(D) (see :func:`log_normalization`);
+        the default ``"annealed"`` is what the selection and
+        :class:`~bayesvm.BayesianSVC` report.
+    normalization_inputs_from : for the stand-in methods, the inputs standing
+        in for Q(x): ``"training"``, ``"gaussian"``, ``"box"`` or an array (see
+        :func:`bayesvm.normalization.draws.normalization_inputs`).
+    n_samples, max_inputs, random_state : of the sampling estimators.
+    inducing : None (the full n x n prior), or the low-rank prior through
+        inducing inputs (theory: "Large data: a low-rank prior"): their number
+        m (chosen by k-means on X, :func:`bayesvm.low_rank.inducing_inputs`) or
+        an (m, d) array of them. Then ln Q(D) is EP and ln N(D) tempered SMC
+        over the prior's m + 1 weights (:mod:`bayesvm.normalization.low_rank`),
+        both O(n m^2); no MAP SVM is fitted (``fit`` is None) and the posterior
+        is ``low_rank``.
+    """
+    if inducing is not None:
+        if (approximation, normalization) != ("ep", "annealed"):
+            raise ValueError("with inducing inputs the evidence is computed by EP (approximation='ep') and "
+                             "tempered SMC (normalization='annealed') only")
+        return _low_rank_log_evidence(X, y, C, kernel, inducing, random_state)
+    if approximation not in NAIVE_ESTIMATORS:
+        raise ValueError(f"approximation must be one of {tuple(NAIVE_ESTIMATORS)}; got {approximation!r}")
+    if normalization not in NORMALIZATION_ESTIMATORS:
+        raise ValueError(f"normalization must be one of {tuple(NORMALIZATION_ESTIMATORS)}; got {normalization!r}")
+    if determinant not in DETERMINANTS:
+        raise ValueError(f"determinant must be one of {DETERMINANTS}; got {determinant!r}")
+    fit = fit_map(X, y, C=C, kernel=kernel)
+    naive = naive_evidence(fit, approximation, determinant=determinant, random_state=random_state)
+    inputs = fit.X
+    if normalization in STAND_IN_ESTIMATORS:
+        inputs = normalization_inputs(fit.X, normalization_inputs_from, max_inputs=max_inputs, random_state=random_state)
+    norm = log_normalization(kernel=fit.kernel, C=fit.C, n=fit.X.shape[0], inputs=inputs, method=normalization,
+                             n_samples=n_samples, max_inputs=max_inputs, random_state=random_state)
+    n_marginal = int(fit.marginal.sum())
+    terms = naive.diagnostics.get("terms")
+    terms = None if terms is None else NaiveEvidenceTerms(**{k: np.asarray(v) for k, v in terms.items()})
+    if approximation == "laplace":
+        _warn_outside_range(terms, n_marginal, fit.X.shape[0], determinant)
+    return Evidence(
+        total=naive.value - norm.value,
+        total_se=float(np.hypot(naive.se, norm.se)),
+        naive=naive.value,
+        naive_se=naive.se,
+        terms=terms,
+        log_normalization=norm.value,
+        log_normalization_se=norm.se,
+        normalization_ess=float(norm.diagnostics.get("ess", np.inf)),
+        n_marginal=n_marginal,
+        approximation=approximation,
+        determinant=determinant,
+        normalization=normalization,
+        fit=fit,
+        naive_converged=naive.trusted,
+        normalization_trusted=norm.trusted,
+    )
+
+
+def _low_rank_log_evidence(X, y, C, kernel, inducing, random_state) -> Evidence:
+    """:func:`log_evidence` on the FITC low-rank prior through the inducing inputs (its ``inducing`` parameter)."""
+    X = check_inputs(X)
+    y_pm, _ = check_labels(y, X.shape[0])
+    kernel = RBF() if kernel is None else check_kernel(kernel)
+    C = check_positive(C, "C")
+    if isinstance(inducing, (int, np.integer)) and not isinstance(inducing, bool):
+        Z = inducing_inputs(X, int(inducing), random_state=random_state)
+    else:
+        Z = check_inputs(inducing, name="inducing", n_features=X.shape[1])
+    x = jnp.asarray(coordinates_of(C, kernel))
+    X_, Z_ = jnp.asarray(X), jnp.asarray(Z)
+    # one run serves ln Q(D) and the posterior, so it converges the sites (log_z_tol = 0), as the full
+    # path's posterior does
+    naive = low_rank_naive_evidence_and_gradient(x, X_, Z_, jnp.asarray(y_pm), kernel, zero_sites(X.shape[0]),
+                                                 tol=EPNaive.tol, log_z_tol=0.0)
+    with warnings.catch_warnings():  # disagreeing runs are reported through normalization_trusted
+        warnings.simplefilter("ignore", RuntimeWarning)
+        norm, _ = annealed_log_normalization_low_rank(low_rank_prior(kernel, X_, Z_), C, key=random_state)
+    if not bool(naive.converged):
+        warnings.warn("EP for ln Q(D) did not converge; the value is unreliable", RuntimeWarning, stacklevel=4)
+    if not norm.runs_agree:
+        warnings.warn(_UNTRUSTED_NORMALIZATION["annealed"].format(ess=norm.ess, n_runs=norm.n_runs),
+                      RuntimeWarning, stacklevel=4)
+    posterior = LowRankPosterior(low_rank_predictor(x, X_, Z_, kernel, naive.sites), C, X.shape[0])
+    naive_value = float(naive.value)
+    return Evidence(
+        total=naive_value - norm.value, total_se=norm.se, naive=naive_value, naive_se=0.0, terms=None,
+        log_normalization=norm.value, log_normalization_se=norm.se, normalization_ess=norm.ess, n_marginal=None,
+        approximation="ep", determinant="regularized", normalization="annealed", fit=None,
+        naive_converged=bool(naive.converged), normalization_trusted=norm.runs_agree, low_rank=posterior,
+    )
+
+
+def _warn_outside_range(terms: NaiveEvidenceTerms, n_marginal: int, n: int, determinant: str) -> None:
+    if not np.isfinite(terms.value):
+        warnings.warn(
+            f"the {determinant} Laplace determinant is degenerate (singular K_m or a marginal alpha at a bound): "
+            f"ln Q(D) = {float(terms.value)}. Use determinant='regularized'.",
+            RuntimeWarning,
+            stacklevel=4,  # _warn_outside_range, log_evidence, its float64 wrapper, the caller
+        )
+    share = n_marginal / n
+    if share > LAPLACE_MARGINAL_SHARE:
+        warnings.warn(
+            f"{n_marginal} of {n} points are marginal: the Laplace-style evidence linearises the prior over "
+            f"each marginal kink and is too optimistic, by about "
+            f"{LAPLACE_OPTIMISM_SLOPE * share + LAPLACE_OPTIMISM_INTERCEPT:.0f} +- {LAPLACE_OPTIMISM_RESIDUAL_SD:.0f} "
+            "nats at this share (measured against annealed sampling on six data sets of 80 points). Use "
+            "approximation='ep' (the default), or 'sampled' to check.",
+            RuntimeWarning,
+            stacklevel=4,
+        )

@@ -1,0 +1,10 @@
+"""ln N(D), the normalisation factor of the SVM's likelihood, and the samplers behind it.
+
+* :mod:`~bayesvm.normalization.smc`: the tempered sequential Monte Carlo core;
+* :mod:`~bayesvm.normalization.annealing`: annealed estimates of Gaussian-process integrals
+  (ln N(D), and ln Q(D) as the sampled reference);
+* :mod:`~bayesvm.normalization.draws`: plain prior sampling and the stand-in inputs;
+* :mod:`~bayesvm.normalization.path`: ln N(D) and its gradient along a search path, by
+  reweighting tempered-SMC particles;
+* :mod:`~bayesvm.normalization.low_rank`: the same under a low-rank prior.
+"""

@@ -1,0 +1,422 @@
+"""Evidence maximisation by quasi-Newton ascent with exact gradients.
+
+The objective is ln P(D | x) = ln Q(D | x) - ln N(D | x) over the search
+coordinates x = (ln C, ln k0, ln k_b/k0, ln shape) of
+:mod:`bayesvm.hyperparameters`:
+
+* ln Q(D) by expectation propagation, warm-started from the sites of the
+  previous evaluation, with its exact gradient at the fixed point
+  (:func:`bayesvm.evidence.ep_gradient.ep_naive_evidence_and_gradient`);
+* ln N(D) over the training inputs by reweighting tempered-SMC particles
+  from the nearest anchor, with its exact gradient
+  (:class:`bayesvm.normalization.path.NormalizationPath`).
+
+L-BFGS-B (scipy) climbs ln P(D) / n from a few starts within box bounds
+(:class:`bayesvm.hyperparameters.SearchSpace`); every start shares the one
+compiled evaluation for this n. :func:`select_by_search` then re-evaluates
+the starts' end points, best first, with :func:`bayesvm.log_evidence`'s
+defaults (EP at full tolerance, a fresh tempered-SMC ln N(D) with the full
+budget) and returns the first that passes the tests of :mod:`bayesvm.selection.trust`
+(theory: "Hyperparameter selection").
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import jax.numpy as jnp
+import numpy as np
+from scipy.optimize import minimize
+
+from .._json import finite_or_none
+from .._precision import float64
+from .._validation import check_labels
+from ..evidence.ep_gradient import EPSites, zero_sites
+from ..evidence.log_evidence import Evidence
+from ..hyperparameters import SearchSpace, kernel_hyperparameters_at, pairwise_distances, penalty_at
+from ..kernels import Kernel
+from ..normalization.path import ReweightedPath
+from .search_priors import FullPrior, InducingPrior
+from .trust import TrustReport, check_point, warn_untrusted
+
+__all__ = [
+    "SearchOptions",
+    "SearchStep",
+    "SearchResult",
+    "SearchSelection",
+    "maximize_evidence",
+    "default_starts",
+    "select_by_search",
+]
+
+#: the objective's value (-ln P(D)) where it cannot be evaluated; finite, so L-BFGS-B's line search backs off
+_INFEASIBLE = 1e10
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """Settings of the quasi-Newton search.
+
+    max_iter: L-BFGS-B iterations per start; gtol: stop when every free
+    coordinate's gradient is below this (nats per training point per unit
+    log); ftol: stop when a step improves ln P(D) by less than this relative
+    amount (the ln N(D) path's own noise is about 1e-2 nats); ep_damping,
+    ep_tol, ep_log_z_tol, ep_max_iter: EP's loop while searching (loose: the
+    gradient is exact at the fixed point, and a warm start is close to it);
+    ep_fallbacks: (damping, max_iter) pairs tried in turn, from cold sites, where
+    that loop has not converged (a point where none converges is infeasible);
+    max_screen: candidate points tried around a start that cannot be evaluated
+    (:func:`screen_candidates`) before the start is skipped;
+    annealing: the tempered-SMC budget at each anchor of the ln N(D) path.
+    """
+
+    max_iter: int = 40
+    gtol: float = 1e-4
+    ftol: float = 1e-5
+    ep_damping: float = 0.2
+    ep_tol: float = 1e-3
+    ep_log_z_tol: float = 1e-4
+    ep_max_iter: int = 60
+    ep_fallbacks: tuple[tuple[float, int], ...] = ((0.5, 200), (0.8, 1000))
+    max_screen: int = 8
+    annealing: dict = field(default_factory=lambda: {"n_particles": 64, "n_runs": 8, "n_mcmc_steps": 3})
+
+
+@dataclass(frozen=True)
+class SearchStep:
+    """One evaluation of the objective: where, the values, and the work it took."""
+
+    start: int
+    x: np.ndarray
+    log_evidence: float
+    log_naive: float
+    log_normalization: float
+    log_normalization_se: float
+    ess: float
+    ep_sweeps: int
+    factorizations: int
+    anchored: bool
+    seconds: float
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The record of a search.
+
+    ends: each start's best evaluation; messages: L-BFGS-B's reason for stopping, per start;
+    steps: every evaluation in order; n_anchors: tempered-SMC runs of the ln N(D) path; seconds: wall time.
+    """
+
+    ends: tuple[SearchStep, ...]
+    messages: tuple[str, ...]
+    steps: tuple[SearchStep, ...]
+    n_anchors: int
+    seconds: float
+    template: Kernel
+
+    def ranked(self) -> list[SearchStep]:
+        """The starts' end points, best first."""
+        return sorted(self.ends, key=lambda s: -s.log_evidence)
+
+    def hyperparameters(self, step: SearchStep) -> tuple[float, Kernel]:
+        """C and the kernel at an evaluated point."""
+        return float(penalty_at(jnp.asarray(step.x))), _concrete_kernel(self.template, step.x)
+
+    @property
+    def n_evaluations(self) -> int:
+        return len(self.steps)
+
+    @property
+    def ep_sweeps(self) -> int:
+        return int(sum(s.ep_sweeps for s in self.steps))
+
+    @property
+    def factorizations(self) -> int:
+        return int(sum(s.factorizations for s in self.steps))
+
+
+class _Objective:
+    """-ln P(D) and its gradient over the free coordinates, with warm EP sites carried between calls."""
+
+    def __init__(self, X, y, template, space: SearchSpace, options: SearchOptions, prior: FullPrior | InducingPrior,
+                 path: ReweightedPath, progress=None, n_starts: int = 1):
+        self.X, self.y, self.template, self.space, self.options = X, y, template, space, options
+        self.prior, self.path = prior, path
+        self.sites: EPSites = zero_sites(X.shape[0])
+        self.steps: list[SearchStep] = []
+        self.last = None
+        self.start = 0
+        self.progress, self.n_starts = progress, n_starts
+
+    def report_progress(self, finished: bool = False) -> None:
+        """progress(done, total) on a scale of max_iter evaluations per start (a start may end early)."""
+        if self.progress is None:
+            return
+        budget = self.options.max_iter
+        in_start = budget if finished else min(sum(s.start == self.start for s in self.steps), budget - 1)
+        self.progress(self.start * budget + in_start, self.n_starts * budget)
+
+    def full(self, x_free) -> np.ndarray:
+        x = self.space.lower.copy()
+        x[self.space.free] = x_free
+        return x
+
+    def naive(self, x: np.ndarray):
+        """EP's ln Q(D) at x: the loose loop from the warm sites, then each fallback from cold sites until one
+        converges; with the sweeps and factorisations of every attempt."""
+        o = self.options
+        attempts = [(self.sites, o.ep_damping, o.ep_max_iter)]
+        attempts += [(zero_sites(self.X.shape[0]), damping, max_iter) for damping, max_iter in o.ep_fallbacks]
+        sweeps = factorizations = 0
+        for sites, damping, max_iter in attempts:
+            naive = self.prior.naive(jnp.asarray(x), self.X, self.y, self.template, sites, damping=damping,
+                                     max_iter=max_iter, tol=o.ep_tol, log_z_tol=o.ep_log_z_tol)
+            sweeps += int(naive.n_iter)
+            factorizations += int(naive.n_factorizations)
+            if bool(naive.converged):
+                break
+        return naive, sweeps, factorizations
+
+    def __call__(self, x_free):
+        x = self.full(x_free)
+        if self.last is None or not np.array_equal(self.last[0], x):
+            # L-BFGS-B evaluates its start again after the screen has: the last evaluation is kept
+            self.last = (x, self.evaluate(x))
+        return self.last[1]
+
+    def evaluate(self, x: np.ndarray):
+        started = time.perf_counter()
+        naive, sweeps, factorizations = self.naive(x)
+        feasible = bool(naive.converged)
+        # ln N(D) only where ln Q(D) is usable: an anchor far outside the useful region can cost seconds
+        norm = self.path.estimate(x) if feasible else None
+        # a path estimate resting on disagreeing SMC runs is biased low (the evidence high): not usable
+        feasible = feasible and norm.resolved and norm.runs_agree and np.isfinite(norm.value)
+        self.steps.append(SearchStep(
+            start=self.start, x=x, log_evidence=float(naive.value) - norm.value if feasible else -np.inf,
+            log_naive=float(naive.value), log_normalization=norm.value if norm else np.nan,
+            log_normalization_se=norm.se if norm else np.nan, ess=norm.ess if norm else 0.0,
+            ep_sweeps=sweeps, factorizations=factorizations + _path_factorizations(norm),
+            anchored=bool(norm and norm.anchored), seconds=time.perf_counter() - started,
+        ))
+        self.report_progress()
+        if not feasible:
+            # outside what EP or float64 resolves: a large value sends the line search back
+            return _INFEASIBLE, np.zeros(int(self.space.free.sum()))
+        self.sites = naive.sites
+        gradient = np.asarray(naive.gradient) - norm.gradient
+        # per training point: gradients of order one, so L-BFGS-B's first (identity-Hessian) step stays local
+        n = self.X.shape[0]
+        return -self.steps[-1].log_evidence / n, -gradient[self.space.free] / n
+
+
+def _path_factorizations(norm) -> int:
+    """The ln N(D) path's factorisations at one point: the reweighting's and its gradient pass, one more for a new anchor."""
+    if norm is None:
+        return 0
+    return 3 if norm.anchored else 2
+
+
+def default_starts(space: SearchSpace, X: np.ndarray, template: Kernel) -> np.ndarray:
+    """Starting points: C = 1 with k0 = 10 and 100, k_b = k0, the shape at the data's scale and half of it.
+
+    The shape starts at the median pairwise distance (length scales) or the
+    middle of its bounds; fixed coordinates keep their value.
+    """
+    mid_shape = 0.5 * (space.lower[3] + space.upper[3])
+    if template.shape_parameter == "length_scale":
+        mid_shape = np.log(np.median(pairwise_distances(X, max_points=300)))
+    starts = np.array([[0.0, np.log(10.0), 0.0, mid_shape],
+                       [0.0, np.log(100.0), 0.0, mid_shape - np.log(2.0)]])
+    return np.array([space.clip(np.where(space.free, s, space.lower)) for s in starts])
+
+
+@float64
+def maximize_evidence(
+    X,
+    y,
+    template: Kernel,
+    *,
+    space: SearchSpace,
+    starts: np.ndarray,
+    options: SearchOptions = SearchOptions(),
+    prior: FullPrior | InducingPrior = FullPrior(),
+    random_state: int = 0,
+    progress=None,
+) -> SearchResult:
+    """Climb ln P(D) from each start with L-BFGS-B; return the best end point (module docstring).
+
+    X, y: training inputs and labels in {-1, +1}; template: the kernel family;
+    space: the bounds (fixed coordinates have equal bounds); starts: (k, 4)
+    starting coordinates; prior: the full prior or a low-rank one
+    (:mod:`bayesvm.selection.search_priors`); progress: called as ``progress(done, total)``
+    after each evaluation, on a scale of ``options.max_iter`` evaluations per start.
+    """
+    started = time.perf_counter()
+    X = jnp.asarray(X, dtype=jnp.float64)
+    y = jnp.asarray(y, dtype=jnp.float64)
+    path = prior.normalization_path(X, template, key=random_state, annealing=dict(options.annealing))
+    starts = np.atleast_2d(starts)
+    objective = _Objective(X, y, template, space, options, prior, path, progress, len(starts))
+    free = space.free
+    messages = []
+    for i, start in enumerate(starts):
+        objective.start = i
+        objective.sites = zero_sites(X.shape[0])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # the anchors' own SMC warnings are summarised below
+            x0, moved = _feasible_start(objective, space, start, options.max_screen)
+            if x0 is None:
+                messages.append(f"skipped: the evidence could not be evaluated at the start or at {moved} "
+                                "candidates around it")
+            elif not np.any(free):
+                messages.append("all coordinates fixed")
+            else:
+                result = minimize(
+                    objective, x0[free], jac=True, method="L-BFGS-B",
+                    bounds=list(zip(space.lower[free], space.upper[free])),
+                    options={"maxiter": options.max_iter, "gtol": options.gtol, "ftol": options.ftol},
+                )
+                note = f"start moved to {_describe(x0)} (infeasible at {_describe(space.clip(start))}); " if moved else ""
+                messages.append(note + str(result.message))
+        objective.report_progress(finished=True)
+    ends = [max((s for s in objective.steps if s.start == i), key=lambda s: s.log_evidence)
+            for i in range(len(starts))]
+    return SearchResult(ends=tuple(ends), messages=tuple(messages), steps=tuple(objective.steps),
+                        n_anchors=path.n_anchors, seconds=time.perf_counter() - started, template=template)
+
+
+#: the screen's moves away from an infeasible start, in order, in (ln C, ln k0, ln k_b/k0, ln shape): a smaller
+#: amplitude, a longer shape, a larger C and a smaller offset lead out of the regions where EP does not converge
+#: or tempered SMC's runs disagree (theory: "Numerical limits")
+_SCREEN_MOVES = np.log([
+    [1.0, 0.1, 1.0, 1.0], [1.0, 1.0, 1.0, 2.0], [1.0, 0.1, 1.0, 2.0], [3.0, 1.0, 1.0, 1.0],
+    [1.0, 1.0, 0.1, 1.0], [1.0, 0.01, 1.0, 1.0], [3.0, 0.1, 1.0, 2.0], [1.0, 1.0, 1.0, 0.5],
+])
+
+
+def screen_candidates(space: SearchSpace, start, max_candidates: int) -> list[np.ndarray]:
+    """Points to try, in order, where ``start`` cannot be evaluated: ``_SCREEN_MOVES`` from it, within the box,
+    fixed coordinates kept, without repeats (at most ``max_candidates``)."""
+    start = space.clip(start)
+    candidates: list[np.ndarray] = []
+    for move in _SCREEN_MOVES:
+        candidate = space.clip(np.where(space.free, start + move, start))
+        if not any(np.allclose(candidate, c) for c in [start, *candidates]):
+            candidates.append(candidate)
+    return candidates[:max_candidates]
+
+
+def _feasible_start(objective: _Objective, space: SearchSpace, start, max_screen: int):
+    """The start, or the first screen candidate where the evidence can be evaluated (None if none);
+    with the number of candidates tried beyond the start."""
+    free = space.free
+    for tried, x in enumerate([space.clip(start), *screen_candidates(space, start, max_screen)]):
+        objective.sites = zero_sites(objective.X.shape[0])
+        value, _ = objective(x[free])
+        if value < _INFEASIBLE:
+            return x, tried
+    return None, tried
+
+
+def _describe(x: np.ndarray) -> str:
+    """Search coordinates as values: C, k0, k_b/k0, shape."""
+    return "(C {:.3g}, k0 {:.3g}, k_b/k0 {:.3g}, shape {:.3g})".format(*np.exp(x))
+
+
+def _concrete_kernel(template: Kernel, x: np.ndarray) -> Kernel:
+    return template.replace(**kernel_hyperparameters_at(template, x))
+
+
+@dataclass(frozen=True)
+class SearchSelection:
+    """Hyperparameters chosen by the quasi-Newton search, with the evidence there and how it was found.
+
+    best: C, amplitude, offset, C_k0, offset_ratio and the shape parameter by
+    name; best_value, best_se: ln P(D) at them by the reference estimators
+    (EP at full tolerance, a fresh tempered-SMC ln N(D)); best_kernel; evidence:
+    the full :class:`~bayesvm.evidence.log_evidence.Evidence`; report: the tests at the
+    point (:class:`~bayesvm.selection.trust.TrustReport`); search: the record of every
+    evaluation; seconds: wall time per phase ("search", "check").
+    """
+
+    kernel_name: str
+    shape_name: str | None
+    best: dict
+    best_value: float
+    best_se: float
+    best_kernel: Kernel
+    evidence: Evidence
+    report: TrustReport
+    search: SearchResult
+    seconds: dict
+    method: str = "search"
+
+    def summary_counts(self) -> dict:
+        """The work done: evaluations, EP sweeps, factorisations, SMC anchors, per-phase seconds."""
+        return {"evaluations": self.search.n_evaluations, "ep_sweeps": self.search.ep_sweeps,
+                "factorizations": self.search.factorizations, "anchors": self.search.n_anchors,
+                "starts": len(self.search.ends), **{f"seconds_{k}": v for k, v in self.seconds.items()}}
+
+    def to_dict(self) -> dict:
+        """A JSON-ready record: the choice, the evidence, the tests and the work."""
+        return {
+            "method": self.method, "kernel": self.kernel_name, "best": {k: float(v) for k, v in self.best.items()},
+            "log_evidence": self.best_value, "log_evidence_se": self.best_se,
+            "log_naive_evidence": self.evidence.naive, "log_normalization": self.evidence.log_normalization,
+            "checks": {k: (bool(v) if isinstance(v, (bool, np.bool_)) else float(v))
+                       for k, v in self.report._asdict().items()},
+            "work": self.summary_counts(),
+            "path": [{"start": s.start, "x": s.x.tolist(), "log_evidence": finite_or_none(s.log_evidence)}
+                     for s in self.search.steps],
+        }
+
+
+def hyperparameter_dict(C: float, kernel: Kernel) -> dict:
+    """C, amplitude, offset, C_k0, offset_ratio and the shape parameter (if any) by name."""
+    amplitude, offset = float(kernel.amplitude), float(kernel.offset)
+    out = {"C": C, "amplitude": amplitude, "offset": offset, "C_k0": C * amplitude, "offset_ratio": offset / amplitude}
+    if kernel.shape_parameter is not None:
+        out[kernel.shape_parameter] = float(getattr(kernel, kernel.shape_parameter))
+    return out
+
+
+@float64
+def select_by_search(X, y, template: Kernel, *, space: SearchSpace, starts: np.ndarray,
+                     options: SearchOptions = SearchOptions(), prior: FullPrior | InducingPrior = FullPrior(),
+                     random_state: int = 0, progress=None) -> SearchSelection:
+    """Search, then re-evaluate the starts' end points best first until one passes the tests of :mod:`bayesvm.selection.trust`.
+
+    X, y: the training inputs and their two-valued labels (as the user gave them).
+    If none passes, the best is returned with warnings that say which test failed.
+    """
+    y_pm, _ = check_labels(y, X.shape[0])
+    search = maximize_evidence(X, y_pm, template, space=space, starts=starts, options=options, prior=prior,
+                               random_state=random_state, progress=progress)
+    started = time.perf_counter()
+    candidates = [s for s in search.ranked() if np.isfinite(s.log_evidence)]
+    if not candidates:
+        raise RuntimeError(
+            "the evidence could not be evaluated at any start or at the candidates screened around them (EP did "
+            "not converge with any of its fallbacks, tempered SMC's runs for ln N(D) disagreed, or the amplitude is "
+            "beyond what float64 resolves): " + "; ".join(search.messages) + ". Fix some hyperparameters or move "
+            "the bounds towards a smaller amplitude and a longer length scale"
+        )
+    checked = []
+    for step in candidates:
+        C, kernel = search.hyperparameters(step)
+        evidence, report = check_point(X, y, C, kernel, step.log_normalization, random_state=random_state,
+                                       **prior.evidence_options)
+        checked.append((step, C, kernel, evidence, report))
+        if report.trusted:
+            break
+    step, C, kernel, evidence, report = next((c for c in checked if c[4].trusted), checked[0])
+    if not report.trusted:
+        warn_untrusted(report, C, float(kernel.amplitude))
+    return SearchSelection(
+        kernel_name=template.name, shape_name=template.shape_parameter, best=hyperparameter_dict(C, kernel),
+        best_value=float(evidence.total), best_se=float(evidence.total_se), best_kernel=kernel, evidence=evidence,
+        report=report, search=search, seconds={"search": search.seconds, "check": time.perf_counter() - started},
+    )

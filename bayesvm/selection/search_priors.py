@@ -1,0 +1,122 @@
+"""The two forms of the GP prior the evidence search works on: the full n x n Gram matrix, or a low-rank prior.
+
+* :class:`FullPrior`: every evaluation factorises the n x n prior (O(n^3)
+  time, O(n^2) memory; :mod:`bayesvm.evidence.ep_gradient`, :mod:`bayesvm.normalization.path`).
+* :class:`InducingPrior`: the FITC prior through m inducing inputs
+  (:mod:`bayesvm.low_rank`): O(n m^2) time and O(n m) memory for EP's
+  ln Q(D) (:mod:`bayesvm.evidence.ep_low_rank`) and the tempered-SMC ln N(D)
+  (:mod:`bayesvm.normalization.low_rank`), with the same exact gradients
+  (theory: "Large data: a low-rank prior").
+
+Each gives the search its two evaluations (ln Q(D) with its gradient from a
+warm start, and the ln N(D) path) and the keyword arguments that make
+:func:`bayesvm.log_evidence` compute the reference evidence on the same
+prior. :func:`prior_for` turns the user's ``inducing`` setting into one of
+them; ``"auto"`` switches to the low-rank prior above
+:data:`AUTO_INDUCING_ABOVE` training points.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._validation import check_inputs
+from ..evidence.ep_gradient import NaiveEvidenceGradient, ep_naive_evidence_and_gradient
+from ..evidence.ep_low_rank import low_rank_naive_evidence_and_gradient
+from ..kernels import Kernel
+from ..low_rank import inducing_inputs
+from ..normalization.low_rank import LowRankNormalizationPath
+from ..normalization.path import NormalizationPath, ReweightedPath
+
+__all__ = ["FullPrior", "InducingPrior", "LowRankNotice", "prior_for", "AUTO_INDUCING_ABOVE", "DEFAULT_INDUCING"]
+
+#: with ``inducing="auto"``, the low-rank prior is used above this many training points. Measured on the 2-core
+#: development machine (adult, benchmarks/large_n.py): at n = 1000 the full search took 69 s and the low-rank one
+#: 120 s, so below this the full prior is both exact and faster; its time grows as about n^1.6 (about 15 min
+#: projected at 5000, not measured) and its memory as n^2 (each n x n float64 matrix is 0.2 GB at 5000)
+AUTO_INDUCING_ABOVE = 5000
+#: the number of inducing inputs ``"auto"`` chooses
+DEFAULT_INDUCING = 200
+
+
+class LowRankNotice(UserWarning):
+    """The evidence is computed on a low-rank prior because the training set is large."""
+
+
+@dataclass(frozen=True)
+class FullPrior:
+    """The exact prior: K(x) over all n training inputs."""
+
+    def naive(self, x, X, y, template: Kernel, sites, **ep_loop) -> NaiveEvidenceGradient:
+        """EP's ln Q(D) and its gradient at x from ``sites``; ``ep_loop``: damping, max_iter, tol, log_z_tol."""
+        return ep_naive_evidence_and_gradient(x, X, y, template, sites, **ep_loop)
+
+    def normalization_path(self, X, template: Kernel, key: int, annealing: dict) -> ReweightedPath:
+        return NormalizationPath(X, template, key=key, annealing=annealing)
+
+    @property
+    def evidence_options(self) -> dict:
+        return {}
+
+    @property
+    def n_inducing(self) -> None:
+        return None
+
+
+@dataclass(frozen=True, eq=False)
+class InducingPrior:
+    """The FITC low-rank prior through the inducing inputs ``inducing`` (m, d), held fixed during the search."""
+
+    inducing: np.ndarray
+
+    def naive(self, x, X, y, template: Kernel, sites, **ep_loop) -> NaiveEvidenceGradient:
+        """As :meth:`FullPrior.naive`, over the low-rank prior."""
+        return low_rank_naive_evidence_and_gradient(x, X, jnp.asarray(self.inducing), y, template, sites, **ep_loop)
+
+    def normalization_path(self, X, template: Kernel, key: int, annealing: dict) -> ReweightedPath:
+        return LowRankNormalizationPath(X, jnp.asarray(self.inducing), template, key=key, annealing=annealing)
+
+    @property
+    def evidence_options(self) -> dict:
+        return {"inducing": self.inducing}
+
+    @property
+    def n_inducing(self) -> int:
+        return int(self.inducing.shape[0])
+
+
+def prior_for(X: np.ndarray, inducing="auto", *, random_state=0) -> FullPrior | InducingPrior:
+    """The prior the search should use for the training inputs X.
+
+    ``inducing``: None (the full prior), ``"auto"`` (the full prior up to
+    :data:`AUTO_INDUCING_ABOVE` points, above that :data:`DEFAULT_INDUCING`
+    k-means inducing inputs, with a :class:`LowRankNotice`), a number m of
+    inducing inputs (k-means centres, :func:`bayesvm.low_rank.inducing_inputs`)
+    or an (m, d) array of them.
+    """
+    n = X.shape[0]
+    if inducing is None:
+        return FullPrior()
+    if isinstance(inducing, str):
+        if inducing != "auto":
+            raise ValueError(f"inducing must be None, 'auto', a positive integer or an (m, d) array; got {inducing!r}")
+        if n <= AUTO_INDUCING_ABOVE:
+            return FullPrior()
+        m = min(DEFAULT_INDUCING, n)
+        warnings.warn(
+            f"{n} training points: the evidence and the posterior use a low-rank prior through {m} inducing inputs "
+            f"(k-means centres; O(n m^2) instead of O(n^3), automatic above {AUTO_INDUCING_ABOVE} points). Pass "
+            "inducing=None for the full prior or a number of inducing inputs to choose",
+            LowRankNotice, stacklevel=4,
+        )
+        return InducingPrior(inducing_inputs(X, m, random_state=random_state))
+    if isinstance(inducing, (int, np.integer)) and not isinstance(inducing, bool):
+        return InducingPrior(inducing_inputs(X, int(inducing), random_state=random_state))
+    if isinstance(inducing, (np.ndarray, jax.Array, list, tuple)):
+        return InducingPrior(check_inputs(inducing, name="inducing", n_features=X.shape[1]))
+    raise ValueError(f"inducing must be None, 'auto', a positive integer or an (m, d) array; got {inducing!r}")

@@ -1,0 +1,179 @@
+"""Hyperparameter selection: the one entry point (theory: "Hyperparameter selection").
+
+``method="search"`` (the default) maximises the evidence ln P(D) by
+quasi-Newton ascent with exact gradients (:mod:`bayesvm.selection.search`);
+``method="grid"`` evaluates it on a grid, for surfaces and heat maps
+(:mod:`bayesvm.selection.grid_selection`, checked by :mod:`bayesvm.selection.grid_checks`);
+``method="cv"`` minimises the k-fold error rate on the same grid
+(:mod:`bayesvm.selection.cross_validation`), the baseline the evidence replaces.
+
+Reference: P. Sollich, "Bayesian methods for support vector machines:
+evidence and predictive class probabilities", Machine Learning 46 (2002).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import jax.numpy as jnp
+import numpy as np
+
+from .._precision import float64
+from .._validation import check_inputs, check_labels
+from ..evidence.approximations import NAIVE_ESTIMATORS
+from .cross_validation import select_by_cv
+from .grid import kernel_template, resolve_grid
+from .grid_checks import GridChecks
+from .grid_selection import GridOptions, GridProblem, select_on_grid
+from ..hyperparameters import SearchSpace
+from ..kernels import Kernel
+from ..evidence.laplace import DETERMINANTS
+from ..normalization.draws import normalization_inputs
+from .search import SearchSelection, default_starts, select_by_search
+from .search_priors import prior_for
+from .surface import EvidenceSurface
+
+__all__ = ["METHODS", "GRID_NORMALIZATIONS", "GridEstimators", "GridOptions", "select_hyperparameters"]
+
+METHODS = ("search", "grid", "cv")
+#: the ln N(D) estimators the grid can use on every cell
+GRID_NORMALIZATIONS = ("annealed", "ep", "prior")
+
+
+@dataclass(frozen=True)
+class GridEstimators:
+    """The estimators of the grid's evidence surface (:mod:`bayesvm.evidence.approximations`).
+
+    approximation, determinant: ln Q(D) (``"ep"``, ``"laplace"`` with its
+    determinant, or ``"sampled"``, point by point: slow, a check);
+    normalization: ln N(D) (``"annealed"``: tempered SMC over the training
+    inputs with a screening budget; ``"ep"``: faster on small problems, but
+    tens of nats low where the latents are strongly correlated, which the
+    checks correct at the argmax only; ``"prior"``: plain sampling over
+    stand-in inputs, biased low at realistic n, with ``inputs_from``,
+    ``n_samples`` and ``max_inputs``).
+    """
+
+    approximation: str = "ep"
+    determinant: str = "regularized"
+    normalization: str = "annealed"
+    inputs_from: object = "training"
+    n_samples: int = 1000
+    max_inputs: int = 300
+
+    def __post_init__(self):
+        if self.approximation not in NAIVE_ESTIMATORS:
+            raise ValueError(f"approximation must be one of {tuple(NAIVE_ESTIMATORS)}; got {self.approximation!r}")
+        if self.determinant not in DETERMINANTS:
+            raise ValueError(f"determinant must be one of {DETERMINANTS}; got {self.determinant!r}")
+        if self.normalization not in GRID_NORMALIZATIONS:
+            raise ValueError(f"normalization must be one of {GRID_NORMALIZATIONS}; got {self.normalization!r}")
+
+
+@float64
+def select_hyperparameters(
+    X,
+    y,
+    *,
+    kernel="rbf",
+    method: str = "search",
+    grid=None,
+    estimators: GridEstimators = GridEstimators(),
+    options: GridOptions = GridOptions(),
+    cv: int = 5,
+    inducing="auto",
+    random_state: int = 0,
+    progress: Callable[[int, int], None] | None = None,
+) -> SearchSelection | EvidenceSurface:
+    """Choose C, the amplitude k0, the kernel's shape and the offset k_b.
+
+    Parameters
+    ----------
+    X, y : training inputs and two-valued labels.
+    kernel : family name (``"rbf"``, ``"exponential"``, ``"polynomial"``,
+        ``"linear"``) or a kernel whose static settings (e.g. polynomial
+        degree) are kept; its continuous hyperparameters are selected.
+    method : ``"search"`` (default: maximise ln P(D) by quasi-Newton ascent
+        with exact gradients; returns a :class:`~bayesvm.selection.search.SearchSelection`),
+        ``"grid"`` (maximise ln P(D) over the grid; returns an
+        :class:`~bayesvm.selection.surface.EvidenceSurface`, for surfaces and heat maps)
+        or ``"cv"`` (minimise the stratified ``cv``-fold error rate over
+        (shape, offset ratio, C k0)).
+    grid : None (:func:`bayesvm.selection.grid.default_grid`), a :class:`~bayesvm.selection.grid.Grid`,
+        or a mapping overriding some default axes: ``"C"``, ``"C_k0"``,
+        ``"offset_ratio"`` and the shape parameter (``"length_scale"``/``"gamma"``
+        or ``"shape"``). A single-valued axis is held fixed; with
+        ``method="search"`` every entry must be a single value.
+    estimators : the grid's estimators of ln Q(D) and ln N(D) (:class:`GridEstimators`).
+    options : the grid's refinement, edge handling and check budget (:class:`~bayesvm.selection.grid_selection.GridOptions`).
+    cv : folds of ``method="cv"``.
+    inducing : ``method="search"`` only: the prior the evidence is computed on
+        (:func:`bayesvm.selection.search_priors.prior_for`): ``"auto"`` (default: the full
+        n x n prior up to 5000 training points, a low-rank prior through 200
+        k-means inducing inputs above), None (always the full prior), a number
+        of inducing inputs, or an (m, d) array of them.
+    random_state : seed of the samplers and the CV folds.
+    progress : called as ``progress(done, total)`` as the work proceeds.
+    """
+    X = check_inputs(X)
+    y_pm, classes = check_labels(y, X.shape[0])
+    template = kernel_template(kernel)
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    if not isinstance(estimators, GridEstimators):
+        raise ValueError(f"estimators must be a GridEstimators; got {type(estimators).__name__}")
+    if not isinstance(options, GridOptions):
+        raise ValueError(f"options must be a GridOptions; got {type(options).__name__}")
+    if method == "search":
+        space = _search_space(X, template, grid)
+        prior = prior_for(X, inducing, random_state=random_state)
+        return select_by_search(X, y, template, space=space, starts=default_starts(space, X, template), prior=prior,
+                                random_state=random_state, progress=progress)
+    if inducing not in (None, "auto"):
+        raise ValueError(f"inducing inputs are used by method='search' only; got method={method!r}")
+    grid = resolve_grid(grid, X, template)
+    problem = GridProblem(
+        X=X, y=jnp.asarray(y_pm), template=template, approximation=estimators.approximation,
+        normalization=estimators.normalization,
+        checks=GridChecks(estimators.approximation, estimators.normalization, options.max_checks, random_state),
+        inputs=normalization_inputs(X, estimators.inputs_from, max_inputs=estimators.max_inputs,
+                                    random_state=random_state),
+        random_state=random_state, determinant=estimators.determinant, n_samples=estimators.n_samples,
+    )
+    if method == "cv":
+        return select_by_cv(problem, grid, classes, cv, random_state, progress)
+    return select_on_grid(problem, grid, classes, options, progress)
+
+
+def _search_space(X, template: Kernel, grid) -> SearchSpace:
+    """The search's bounds, with the hyperparameters that ``grid`` pins to one value held fixed."""
+    space = SearchSpace.default(X, template)
+    if grid is None:
+        return space
+    if not isinstance(grid, Mapping):
+        raise ValueError("with method='search', grid must be a mapping of hyperparameter -> one value (to fix it)")
+    shape_name = template.shape_parameter
+    accepted = {"C", "C_k0", "offset_ratio"} | ({shape_name} if shape_name else set())
+    unknown = set(grid) - accepted
+    if unknown:
+        raise ValueError(f"unknown hyperparameters {sorted(unknown)} for the {template.name} kernel; accepted: "
+                         f"{sorted(accepted)}")
+    values = {}
+    for name, value in grid.items():
+        value = np.atleast_1d(np.asarray(value, dtype=np.float64))
+        if value.size != 1 or not np.isfinite(value[0]) or value[0] <= 0:
+            raise ValueError(f"with method='search', grid[{name!r}] must be one positive value (it fixes "
+                             f"{name}); got {value.tolist()}. Use method='grid' to evaluate a grid")
+        values[name] = float(value[0])
+    if "C_k0" in values and "C" not in values:
+        raise ValueError("C_k0 can only be fixed together with C")
+    if "C" in values:
+        space = space.fix(0, np.log(values["C"]))
+    if "C_k0" in values:
+        space = space.fix(1, np.log(values["C_k0"] / values["C"]))
+    if "offset_ratio" in values:
+        space = space.fix(2, np.log(values["offset_ratio"]))
+    if shape_name in values:
+        space = space.fix(3, np.log(values[shape_name]))
+    return space
