@@ -160,7 +160,8 @@ def _search_rows(selection) -> list[tuple[str, str]]:
                                            f"{report.reference_log_normalization:.3f} +- {report.reference_se:.3f})"),
         ("checks at the answer", checks),
         ("time per phase", f"search {work['seconds_search']:.1f} s, checks {work['seconds_check']:.1f} s"),
-    ]
+    ] + [(f"start {i}", message) for i, message in enumerate(selection.search.messages)
+         if message.startswith(("start moved", "skipped"))]
 
 
 def _grid_rows(surface) -> list[tuple[str, str]]:

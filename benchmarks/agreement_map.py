@@ -20,7 +20,9 @@ at most 1 nat per 1,000 points).
 
 Run: python benchmarks/agreement_map.py [--sets synth pima] [--sizes 400]
 [--points 10] [--box default|ordinary] [--output FILE] (prints the table,
-writes benchmarks/results/agreement_map.json).
+writes benchmarks/results/agreement_map.json). ``--reuse-reference FILE``
+evaluates the default again at a previous run's points against its
+references (before/after a change of the default).
 """
 
 from __future__ import annotations
@@ -84,12 +86,15 @@ def reference(kernel, C, X, seeds, particles, runs, tolerance):
     return (float(np.mean(values)) if usable else None), values, [bool(r.runs_agree) for r in results]
 
 
-def study(name: str, n: int, args) -> list[dict]:
+def study(name: str, n: int, args, earlier: list[dict] | None = None) -> list[dict]:
+    """The rows of one (set, n); with ``earlier`` rows (a previous run's), the default is evaluated again at
+    their points and their references are reused (a before/after comparison of the default)."""
     X, _ = subsample(name, n)
     template = RBF()
     space = SearchSpace.default(X, template) if args.box == "default" else ordinary_box(X, template)
+    points = design(space, args.points, seed=args.seed) if earlier is None else [np.array(r["x"]) for r in earlier]
     rows = []
-    for x in design(space, args.points, seed=args.seed):
+    for i, x in enumerate(points):
         hyper = kernel_hyperparameters_at(template, x)
         kernel, C = template.replace(**hyper), float(np.exp(x[0]))
         started = time.perf_counter()
@@ -98,9 +103,13 @@ def study(name: str, n: int, args) -> list[dict]:
             default = log_normalization(kernel=kernel, C=C, n=X.shape[0], inputs=X, random_state=args.seed)
         seconds = time.perf_counter() - started
         started = time.perf_counter()
-        ref, ref_values, ref_agree = reference(kernel, C, X, (101 + args.seed, 202 + args.seed),
-                                               args.reference_particles, args.reference_runs,
-                                               args.reference_tolerance)
+        if earlier is None:
+            ref, ref_values, ref_agree = reference(kernel, C, X, (101 + args.seed, 202 + args.seed),
+                                                   args.reference_particles, args.reference_runs,
+                                                   args.reference_tolerance)
+        else:
+            ref, ref_values, ref_agree = (earlier[i][k] for k in ("reference", "reference_runs",
+                                                                  "reference_runs_agree"))
         row = {
             "set": name, "n": int(X.shape[0]), "box": args.box, "x": x.tolist(), "C": C, "amplitude": float(kernel.amplitude),
             "offset": float(kernel.offset), "length_scale": float(kernel.length_scale),
@@ -150,8 +159,18 @@ def main(argv=None) -> None:
     parser.add_argument("--reference-runs", type=int, default=32)
     parser.add_argument("--reference-tolerance", type=float, default=1.0)
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--reuse-reference", type=Path, default=None,
+                        help="a previous run's JSON: evaluate the default again at its points, keep its references")
     args = parser.parse_args(argv)
-    rows = [row for name in args.sets for n in args.sizes for row in study(name, n, args)]
+    if args.reuse_reference is None:
+        rows = [row for name in args.sets for n in args.sizes for row in study(name, n, args)]
+    else:
+        earlier = json.loads(args.reuse_reference.read_text())
+        for key in ("box", "seed", "points"):
+            setattr(args, key, earlier["settings"][key])
+        groups = sorted({(r["set"], r["n"]) for r in earlier["rows"]})
+        rows = [row for name, n in groups
+                for row in study(name, n, args, [r for r in earlier["rows"] if (r["set"], r["n"]) == (name, n)])]
     table = summarise(rows)
     print(f"\n{'set':>14} {'n':>5} {'points':>6} {'trusted':>8} {'with ref':>8} {'median |err|':>12} "
           f"{'worst |err|':>11} {'target':>6} {'escalated':>9} {'median s':>8}")

@@ -114,8 +114,8 @@ class AnnealingResult:
     ess
         Effective number of runs, (sum_r Z_r)^2 / sum_r Z_r^2, in [1, R]. Well
         below R means a few runs dominate and ``se`` is not to be trusted
-        (a ``RuntimeWarning`` is issued below R / 2, i.e. a spread of ln Z_r
-        above about 0.8 nats).
+        (a ``RuntimeWarning`` is issued when the runs do not agree, see
+        ``runs_agree``: with 16 runs, a spread of ln Z_r above about 0.8 nats).
     n_temperatures
         Largest number of annealing steps taken by a run (beta = 0 excluded).
     log_z_runs

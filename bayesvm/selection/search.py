@@ -396,6 +396,10 @@ def select_by_search(X, y, template: Kernel, *, space: SearchSpace, starts: np.n
     search = maximize_evidence(X, y_pm, template, space=space, starts=starts, options=options, prior=prior,
                                random_state=random_state, progress=progress)
     started = time.perf_counter()
+    for i, message in enumerate(search.messages):
+        if message.startswith("skipped"):
+            warnings.warn(f"start {i} of the search was {message}; the answer comes from the other starts",
+                          RuntimeWarning, stacklevel=3)
     candidates = [s for s in search.ranked() if np.isfinite(s.log_evidence)]
     if not candidates:
         raise RuntimeError(

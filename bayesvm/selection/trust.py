@@ -4,8 +4,10 @@ A search moves on cheap estimates (loose EP, reweighted SMC particles). At
 the point it returns, the evidence is computed again with the reference
 estimators, and three tests decide whether the point can be trusted:
 
-* ln N(D): a fresh tempered-SMC run with the full budget over the training
-  inputs; its runs must agree (otherwise it is biased low and the evidence
+* ln N(D): a fresh tempered-SMC estimate over the training inputs whose
+  budget grows until its runs agree, up to a cap
+  (:func:`bayesvm.normalization.annealing.annealed_until_runs_agree`); its runs
+  must agree (otherwise it is biased low and the evidence
   biased high), and it must agree with the search's estimate within
   ``NORMALIZATION_TOLERANCE`` nats or three standard errors;
 * ln Q(D): EP run to full convergence;
@@ -37,7 +39,7 @@ class TrustReport(NamedTuple):
 
     search_log_normalization: the search's estimate of ln N(D) there;
     reference_log_normalization, reference_se: the fresh tempered-SMC value;
-    runs_agree: its independent runs agree (ess >= half the runs);
+    runs_agree: its independent runs agree (at the largest budget it reached);
     normalization_agrees: search and reference within tolerance;
     naive_converged, posterior_converged: EP for ln Q(D) at full tolerance.
     """
