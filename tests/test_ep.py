@@ -491,3 +491,40 @@ def test_nu_ep_misses_joint_margin_mass_of_a_nearly_constant_prior():
     n, amplitude, independent, C = 30, 1e6, 1e-6, 0.1
     exact = _equicorrelated_log_normalization(n, amplitude, independent, C)  # -6.86; EP: -17.7
     assert float(_equicorrelated_ep(n, amplitude, independent, C).log_z[0]) == pytest.approx(exact, abs=1.0)
+
+
+# ---------------------------------------------------------------- slower loops where EP's default does not converge
+
+
+def _breast_cancer_fit(n=60):
+    from bayesvm.datasets import load_breast_cancer
+    from bayesvm.solver.dual import fit_map
+
+    X, y = load_breast_cancer(return_X_y=True)
+    return fit_map(X[:n], y[:n], C=1.0, kernel=RBF(length_scale=5.0, amplitude=10.0, offset=10.0))
+
+
+def test_an_unconverged_ep_loop_is_followed_by_the_next_one(monkeypatch):
+    """The evidence's and the posterior's EP: one sweep cannot converge, so the second loop must run; the result
+    is then the converged loop's own, as if it had run alone."""
+    import bayesvm.evidence.approximations as approximations
+    import bayesvm.posterior as posterior
+    from bayesvm.evidence.log_evidence import naive_evidence
+
+    fit = _breast_cancer_fit()
+    alone = naive_evidence(fit, "ep")
+    monkeypatch.setattr(approximations, "EP_LOOPS", ((0.5, 1), (0.5, 200)))
+    followed = naive_evidence(fit, "ep")
+    assert followed.trusted and followed.value == pytest.approx(alone.value, abs=1e-9)
+    assert followed.diagnostics["n_iter"] == alone.diagnostics["n_iter"] + 1
+    monkeypatch.setattr(approximations, "EP_LOOPS", ((0.5, 1),))
+    assert not naive_evidence(fit, "ep").trusted
+
+    reference = posterior.Posterior.from_fit(fit, "ep").ep
+    monkeypatch.setattr(posterior, "EP_LOOPS", ((0.5, 1), (0.5, 200)))
+    recovered = posterior.Posterior.from_fit(fit, "ep").ep
+    assert bool(recovered.converged)
+    np.testing.assert_allclose(recovered.mean, reference.mean, atol=1e-10)
+    monkeypatch.setattr(posterior, "EP_LOOPS", ((0.5, 1),))
+    with pytest.warns(RuntimeWarning, match="EP for the posterior did not converge"):
+        posterior.Posterior.from_fit(fit, "ep")

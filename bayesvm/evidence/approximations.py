@@ -56,7 +56,7 @@ from ..normalization.annealing import (
     product_route_log_likelihood,
     target_standard_error,
 )
-from .ep import ep_log_z_batch
+from .ep import EP_LOOPS, ep_log_z_batch
 from .laplace import DETERMINANTS, NaiveEvidenceTerms, laplace_factor, laplace_log_naive_evidence
 from ..normalization.draws import draws_from_base, log_normalization_from_draws
 from ..solver.dual import solve_dual_boxes
@@ -130,10 +130,11 @@ class Estimate(NamedTuple):
                         jax.tree_util.tree_map(lambda v: v[b], self.diagnostics))
 
 
-def _in_batches(run: Callable, *per_cell: np.ndarray):
-    """``run`` on fixed-size batches of the cells (the last padded by repetition), outputs concatenated."""
+def _in_batches(run: Callable, *per_cell: np.ndarray, batch_size: int | None = None):
+    """``run`` on fixed-size batches of the cells (the last padded by repetition), outputs concatenated;
+    ``batch_size`` (default: up to ``_BATCH``) keeps a subset of cells on the compiled batch shape of the whole."""
     size = per_cell[0].size
-    batch_size = min(_BATCH, size)
+    batch_size = min(_BATCH, size) if batch_size is None else batch_size
     outputs = []
     for start in range(0, size, batch_size):
         index = np.minimum(np.arange(start, start + batch_size), size - 1)
@@ -143,12 +144,23 @@ def _in_batches(run: Callable, *per_cell: np.ndarray):
 
 
 def _ep_estimate(cells: Cells, sites: str, tol: float, log_z_tol: float) -> Estimate:
-    """ln Z by EP at every cell (:func:`bayesvm.evidence.ep.ep_log_z_batch`, ``sites`` "labels" or "nu"), trusted where converged."""
+    """ln Z by EP at every cell (:func:`bayesvm.evidence.ep.ep_log_z_batch`, ``sites`` "labels" or "nu"), trusted where
+    converged; cells whose loop has not converged run again with each slower loop of ``EP_LOOPS`` in turn."""
     base = cells.base + cells.offset_ratio
     y = cells.y if sites == "labels" else None
-    out = _in_batches(lambda a, c: ep_log_z_batch(base, a, c, y, sites=sites, tol=tol, log_z_tol=log_z_tol),
-                      cells.amplitude, cells.C)
-    return Estimate(out.log_z, np.zeros(cells.size), out.converged, {"n_iter": out.n_iter})
+    log_z, converged = np.full(cells.size, np.nan), np.zeros(cells.size, bool)
+    n_iter = np.zeros(cells.size, int)
+    todo = np.arange(cells.size)
+    for damping, max_iter in EP_LOOPS:
+        out = _in_batches(lambda a, c: ep_log_z_batch(base, a, c, y, sites=sites, damping=damping, max_iter=max_iter,
+                                                      tol=tol, log_z_tol=log_z_tol),
+                          cells.amplitude[todo], cells.C[todo], batch_size=min(_BATCH, cells.size))
+        log_z[todo], converged[todo] = out.log_z, out.converged
+        n_iter[todo] += out.n_iter
+        todo = todo[~out.converged]
+        if todo.size == 0:
+            break
+    return Estimate(log_z, np.zeros(cells.size), converged, {"n_iter": n_iter})
 
 
 # ---------------------------------------------------------------------------

@@ -83,6 +83,7 @@ from .tilted import TiltedMoments, label_tilted_moments, nu_tilted_moments
 Array = jax.Array
 
 __all__ = [
+    "EP_LOOPS",
     "EPResult",
     "EPBatch",
     "EPPredictor",
@@ -178,6 +179,10 @@ def _is_finite_posterior(post: GaussianPosterior) -> Array:
 
 #: the evidence counts as settled after this many consecutive iterations that change it by less than log_z_tol
 _SETTLED_ITERATIONS = 3
+#: (damping, max_iter) of EP's loop, tried in turn from cold sites until one converges: the default, then a slower,
+#: longer loop for the points where the parallel updates keep oscillating (measured on a 560-point 2-feature set:
+#: the default's 200 sweeps did not converge at C 0.86, k0 99, length scale 0.97)
+EP_LOOPS = ((0.5, 200), (0.8, 1000))
 #: a step that makes the residual grow is shrunk by this factor, down to _MIN_OSCILLATION_STEP
 _OSCILLATION_SHRINK = 0.8
 _MIN_OSCILLATION_STEP = 0.05

@@ -33,6 +33,7 @@ from scipy.optimize import minimize
 from .._json import finite_or_none
 from .._precision import float64
 from .._validation import check_labels
+from ..evidence.ep import EP_LOOPS
 from ..evidence.ep_gradient import EPSites, zero_sites
 from ..evidence.log_evidence import Evidence
 from ..hyperparameters import SearchSpace, kernel_hyperparameters_at, pairwise_distances, penalty_at
@@ -79,7 +80,7 @@ class SearchOptions:
     ep_tol: float = 1e-3
     ep_log_z_tol: float = 1e-4
     ep_max_iter: int = 60
-    ep_fallbacks: tuple[tuple[float, int], ...] = ((0.5, 200), (0.8, 1000))
+    ep_fallbacks: tuple[tuple[float, int], ...] = EP_LOOPS
     max_screen: int = 8
     annealing: dict = field(default_factory=lambda: {"n_particles": 64, "n_runs": 8, "n_mcmc_steps": 3})
 
