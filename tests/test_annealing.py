@@ -284,3 +284,22 @@ def test_the_budget_also_grows_towards_a_target_standard_error():
         tight = annealed_until_runs_agree(chol, product_route_log_likelihood, max_se=1e-9, **kwargs)
     assert tight.n_runs == 16 and tight.se > 1e-9
     np.testing.assert_array_equal(tight.log_z_runs[:8], loose.log_z_runs)
+
+
+@pytest.mark.slow
+def test_default_normalisation_matches_a_ten_times_longer_run_where_the_old_default_was_low():
+    """Breast cancer, 400 points, C 0.83, k0 9.5, k_b 12.3, length scale 10.9: the point of the agreement map
+    where the old default (agreeing runs of 128 particles) was 0.72 nats below the reference. The default must
+    come within the target n / 1000 nats of a 10x longer run from another seed (whose own runs agree)."""
+    from sklearn.model_selection import train_test_split
+
+    from bayesvm import log_normalization
+    from bayesvm.datasets import load_dataset
+
+    data = load_dataset("breast_cancer")
+    X, _, _, _ = train_test_split(data.X, data.y, train_size=400, stratify=data.y, random_state=0)
+    kernel, c = RBF(length_scale=10.86, amplitude=9.501, offset=12.33), 0.83
+    default = log_normalization(kernel=kernel, C=c, n=400, inputs=X)
+    long_run = annealed_log_normalization(kernel, c, 400, X, route="product", key=101, n_particles=1024, n_runs=20)
+    assert default.trusted and long_run.runs_agree
+    assert abs(default.value - long_run.value) <= 0.4
