@@ -13,7 +13,12 @@ coordinates x = (ln C, ln k0, ln k_b/k0, ln shape) of
 
 L-BFGS-B (scipy) climbs ln P(D) / n from a few starts within box bounds
 (:class:`bayesvm.hyperparameters.SearchSpace`); every start shares the one
-compiled evaluation for this n. :func:`select_by_search` then re-evaluates
+compiled evaluation for this n. A point is infeasible where EP does not
+converge with its loose loop nor with any of the slower loops tried after it
+from cold sites, where the anchor's tempered-SMC runs still disagree at the
+budget's cap, or where float64 does not resolve the prior; an infeasible
+start is moved by a small screen (:func:`screen_candidates`) and the move
+is reported in :attr:`SearchResult.messages`. :func:`select_by_search` then re-evaluates
 the starts' end points, best first, with :func:`bayesvm.log_evidence`'s
 defaults (EP at full tolerance, a fresh tempered-SMC ln N(D) with the full
 budget) and returns the first that passes the tests of :mod:`bayesvm.selection.trust`
