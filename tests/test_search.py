@@ -237,3 +237,27 @@ def test_screen_candidates_stay_in_the_box_and_keep_fixed_coordinates():
         assert c[2] == pytest.approx(np.log(0.5))
         assert not np.allclose(c, start)
     assert len({tuple(np.round(c, 12)) for c in candidates}) == len(candidates)
+
+
+def test_a_higher_point_that_fails_its_checks_is_reported_not_dropped_silently(monkeypatch):
+    """The answer is the best verified end point; a higher one whose checks failed must be named in a warning."""
+    import bayesvm.selection.search as search_module
+
+    real = search_module.check_point
+    calls = []
+
+    def first_unverified(X, y, C, kernel, *args, **kwargs):
+        evidence, report = real(X, y, C, kernel, *args, **kwargs)
+        calls.append(C)
+        if len(calls) == 1:  # the best end point: as if its ln N(D) runs had disagreed, 50 nats higher
+            return dataclasses.replace(evidence, total=evidence.total + 50.0), report._replace(runs_agree=False)
+        return evidence, report
+
+    monkeypatch.setattr(search_module, "check_point", first_unverified)
+    X, y = _subsample("breast_cancer", 60, seed=5)
+    template = RBF()
+    space = SearchSpace.default(X, template)
+    with pytest.warns(RuntimeWarning, match="returned point is the best verified one"):
+        selection = select_by_search(X, y, template, space=space, starts=default_starts(space, X, template),
+                                     options=SearchOptions(max_iter=3))
+    assert len(calls) == 2 and selection.report.trusted and selection.best["C"] == pytest.approx(calls[1])
