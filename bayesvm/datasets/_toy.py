@@ -178,7 +178,7 @@ def _draw_labels(theta: np.ndarray, C: float, rng: np.random.Generator) -> np.nd
     return np.where(u < q_plus, 1, np.where(u < q_plus + q_minus, -1, 0))
 
 
-def _check_choice(value, name: str, accepted: tuple[str, ...]) -> str:
+def check_choice(value, name: str, accepted: tuple[str, ...]) -> str:
     if value not in accepted:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, accepted))}; got {value!r}")
     return value
@@ -242,8 +242,8 @@ def make_toy(
     max_candidates = check_count(max_candidates, "max_candidates")
     max_attempts = check_count(max_attempts, "max_attempts")
     kernel, C, jitter = check_kernel(kernel), check_positive(C, "C"), check_positive(jitter, "jitter")
-    input_distribution = _check_choice(input_distribution, "input_distribution", INPUT_DISTRIBUTIONS)
-    restart = _check_choice(restart, "restart", RESTART_MODES)
+    input_distribution = check_choice(input_distribution, "input_distribution", INPUT_DISTRIBUTIONS)
+    restart = check_choice(restart, "restart", RESTART_MODES)
     if grid is not None:
         grid = check_inputs(grid, name="grid", n_features=n_features)
     rng = np.random.default_rng(random_state)

@@ -30,7 +30,7 @@ recomputation), damped in natural parameters and run inside
 ``jax.lax.while_loop``: everything is jit-compiled with fixed shapes and
 vmaps over batches of Gram matrices and C values.
 
-The loop (:func:`_ep_loop`). The prior enters only through the posterior
+The loop (:func:`ep_loop`). The prior enters only through the posterior
 of the prior times the Gaussian sites (:func:`posterior_from_sites` for a
 dense K; :mod:`bayesvm.evidence.ep_low_rank` for a low-rank one) and through its
 marginal variances K_ii. Each iteration: cavities from the current
@@ -129,7 +129,7 @@ class _Cavity(NamedTuple):
     valid: Array
 
 
-def _cavity(post: GaussianPosterior, tau: Array, shift: Array) -> _Cavity:
+def cavity(post: GaussianPosterior, tau: Array, shift: Array) -> _Cavity:
     """Cavity natural parameters: posterior marginal minus own site (GPML eq. 3.56)."""
     precision = 1.0 / post.variance - tau
     return _Cavity(precision, post.mean / post.variance - shift, jnp.isfinite(precision) & (precision > 0.0))
@@ -158,7 +158,7 @@ def _log_z_ep(post: GaussianPosterior, tau: Array, shift: Array, moments: SiteMo
     tilted normaliser: c_i makes INT cavity * site = Z_i. Equivalent to GPML eq. 3.65
     but finite at tau_i = 0.
     """
-    cav = _cavity(post, tau, shift)
+    cav = cavity(post, tau, shift)
     cav_var = 1.0 / cav.precision
     cav_mean = cav.shift * cav_var
     log_zi = moments(cav_mean, cav_var).log_z
@@ -198,7 +198,7 @@ class _EPState(NamedTuple):
 
 
 class _LoopState(NamedTuple):
-    """The carry of :func:`_ep_loop`'s while_loop."""
+    """The carry of :func:`ep_loop`'s while_loop."""
 
     site_precision: Array
     site_shift: Array
@@ -224,7 +224,7 @@ def _residual(tau, shift, tau_prop, shift_prop, ok, prior_var) -> Array:
     return jnp.max(jnp.where(ok, relative, jnp.inf))
 
 
-def _ep_loop(
+def ep_loop(
     posterior: PosteriorFn,
     prior_var: Array,
     moments: SiteMoments,
@@ -252,7 +252,7 @@ def _ep_loop(
 
     def body(s: _LoopState):
         tau, shift, post = s.site_precision, s.site_shift, s.posterior
-        tau_prop, shift_prop, ok = _site_proposal(_cavity(post, tau, shift), moments)
+        tau_prop, shift_prop, ok = _site_proposal(cavity(post, tau, shift), moments)
         if not allow_negative:
             tau_prop = jnp.maximum(tau_prop, 0.0)
         residual = _residual(tau, shift, tau_prop, shift_prop, ok, prior_var)
@@ -291,7 +291,7 @@ def _ep_loop(
     return _EPState(tau, shift, post, log_z, converged, end.n_iter)
 
 
-def _ep_loop_gram(
+def ep_loop_gram(
     K: Array,
     moments: SiteMoments,
     allow_negative: bool,
@@ -301,12 +301,12 @@ def _ep_loop_gram(
     log_z_tol,
     init_sites: tuple[Array, Array] | None = None,
 ) -> _EPState:
-    """:func:`_ep_loop` over the dense prior N(0, K) (:func:`posterior_from_sites`)."""
+    """:func:`ep_loop` over the dense prior N(0, K) (:func:`posterior_from_sites`)."""
 
     def posterior(tau, shift):
         return posterior_from_sites(K, tau, shift, allow_negative)
 
-    return _ep_loop(
+    return ep_loop(
         posterior, jnp.diagonal(K), moments, allow_negative, damping, max_iter, tol, log_z_tol, init_sites
     )
 
@@ -322,8 +322,8 @@ def run_ep(
     log_z_tol,
     init_sites: tuple[Array, Array] | None = None,
 ) -> EPResult:
-    """:func:`_ep_loop` and the factors for predictions at new inputs."""
-    state = _ep_loop_gram(K, moments, allow_negative, damping, max_iter, tol, log_z_tol, init_sites)
+    """:func:`ep_loop` and the factors for predictions at new inputs."""
+    state = ep_loop_gram(K, moments, allow_negative, damping, max_iter, tol, log_z_tol, init_sites)
     tau, shift = state.site_precision, state.site_shift
     predictor = predictor_from_sites(K, tau, state.posterior.mean, shift, allow_negative)
     return EPResult(
@@ -336,14 +336,14 @@ def run_ep(
 # ---------------------------------------------------------------------------
 
 
-def _label_sites(y: Array, C) -> SiteMoments:
+def label_sites(y: Array, C) -> SiteMoments:
     def moments(mean, variance):
         return label_tilted_moments(mean, variance, C, y)
 
     return moments
 
 
-def _nu_sites(C) -> SiteMoments:
+def nu_sites(C) -> SiteMoments:
     def moments(mean, variance):
         return nu_tilted_moments(mean, variance, C)
 
@@ -372,9 +372,9 @@ def _flat_at_padding(moments: SiteMoments, mask: Array) -> SiteMoments:
 
 def _site_family(sites: str, y: Array | None, C) -> SiteMoments:
     if sites == "labels":
-        return _label_sites(y, C)
+        return label_sites(y, C)
     if sites == "nu":
-        return _nu_sites(C)
+        return nu_sites(C)
     raise ValueError(f"sites must be one of {SITE_FAMILIES}; got {sites!r}")
 
 
@@ -494,7 +494,7 @@ def _padded_batch(base, scales, C, y, mask, damping, max_iter, tol, log_z_tol, *
         scale, c = point
         K = _linalg.unit_padding(scale * base, mask)  # the padding stays at unit variance whatever the scale
         moments = _flat_at_padding(_site_family(sites, y, c), mask)
-        state = _ep_loop_gram(K, moments, sites == "nu", damping, max_iter, tol, log_z_tol)
+        state = ep_loop_gram(K, moments, sites == "nu", damping, max_iter, tol, log_z_tol)
         return EPBatch(state.log_z, state.converged, state.n_iter)
 
     batch_size = 1 if jax.default_backend() == "cpu" else scales.shape[0]

@@ -30,8 +30,8 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import cho_solve
 
-from .ep import _cavity, _ep_loop_gram, _label_sites
-from .ep_posterior import GaussianPosterior, _positive_part
+from .ep import cavity, ep_loop_gram, label_sites
+from .ep_posterior import GaussianPosterior, positive_part
 from .tilted import label_tilted_moments
 from ..hyperparameters import kernel_at, penalty_at
 from ..kernels import Kernel
@@ -70,9 +70,9 @@ class NaiveEvidenceGradient(NamedTuple):
     n_factorizations: Array
 
 
-def _tilted_gradient(post: GaussianPosterior, tau: Array, shift: Array, y: Array, C: Array) -> Array:
+def tilted_gradient(post: GaussianPosterior, tau: Array, shift: Array, y: Array, C: Array) -> Array:
     """d/dx of sum_i ln Z_i(m_i, v_i; C) at the fixed cavities (m_i, v_i): only x_0 = ln C moves it."""
-    cav = _cavity(post, tau, shift)
+    cav = cavity(post, tau, shift)
     cav_var = 1.0 / cav.precision
     log_z_sites = lambda c: jnp.sum(label_tilted_moments(cav.shift * cav_var, cav_var, c, y).log_z)  # noqa: E731
     dC = jax.grad(log_z_sites)(C)
@@ -104,14 +104,14 @@ def ep_naive_evidence_and_gradient(
     K, gram_vjp = jax.vjp(lambda x: kernel_at(template, x)(X), x)
     C = penalty_at(x)
     start = (sites.precision, sites.shift)
-    state = _ep_loop_gram(K, _label_sites(y, C), False, damping, max_iter, tol, log_z_tol, start)
+    state = ep_loop_gram(K, label_sites(y, C), False, damping, max_iter, tol, log_z_tol, start)
     tau, shift, post = state.site_precision, state.site_shift, state.posterior
     # Gaussian part: d ln Z / dK = 1/2 (b b^T - R)
-    sqrt_pos, chol, _ = _positive_part(K, tau)
+    sqrt_pos, chol, _ = positive_part(K, tau)
     b = shift - tau * post.mean
     R = sqrt_pos[:, None] * cho_solve((chol, True), jnp.diag(sqrt_pos))
     (grad_kernel,) = gram_vjp(0.5 * (jnp.outer(b, b) - R))
-    gradient = grad_kernel + _tilted_gradient(post, tau, shift, y, C)
+    gradient = grad_kernel + tilted_gradient(post, tau, shift, y, C)
     return NaiveEvidenceGradient(
         value=state.log_z,
         gradient=gradient,

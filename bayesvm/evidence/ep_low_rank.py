@@ -34,7 +34,7 @@ and by the matrix determinant lemma
 
 Each is O(n r^2 + r^3); nothing n x n is formed. Where the posterior is
 improper the Cholesky factor or a logarithm is NaN, which is what
-:func:`bayesvm.evidence.ep._ep_loop` tests for: its damped parallel updates, step
+:func:`bayesvm.evidence.ep.ep_loop` tests for: its damped parallel updates, step
 control and convergence tests are used unchanged (labels' site precisions
 are never negative, so 1 + d tau >= 1 there).
 
@@ -77,9 +77,9 @@ import jax.numpy as jnp
 from jax.scipy.linalg import cho_solve, solve_triangular
 
 from .._precision import float64
-from .ep import _ep_loop, _label_sites, _nu_sites
+from .ep import ep_loop, label_sites, nu_sites
 from .ep_posterior import GaussianPosterior
-from .ep_gradient import EPSites, NaiveEvidenceGradient, _tilted_gradient
+from .ep_gradient import EPSites, NaiveEvidenceGradient, tilted_gradient
 from ..hyperparameters import kernel_at, penalty_at
 from ..kernels import Kernel
 from ..low_rank import LowRankPrior, low_rank_prior, low_rank_prior_at
@@ -189,14 +189,14 @@ def low_rank_naive_evidence_and_gradient(
     C = penalty_at(x)
     posterior = partial(low_rank_posterior, prior)
     start = (sites.precision, sites.shift)
-    state = _ep_loop(
-        posterior, prior_variances(prior), _label_sites(y, C), False, damping, max_iter, tol, log_z_tol, start
+    state = ep_loop(
+        posterior, prior_variances(prior), label_sites(y, C), False, damping, max_iter, tol, log_z_tol, start
     )
     tau, shift, post = state.site_precision, state.site_shift, state.posterior
     (grad_prior,) = prior_vjp(jax.grad(_gaussian_log_z)(prior, tau, shift))
     return NaiveEvidenceGradient(
         value=state.log_z,
-        gradient=grad_prior + _tilted_gradient(post, tau, shift, y, C),
+        gradient=grad_prior + tilted_gradient(post, tau, shift, y, C),
         sites=EPSites(tau, shift),
         converged=state.converged,
         n_iter=state.n_iter,
@@ -259,7 +259,7 @@ def nu_weight_gaussian(prior: LowRankPrior, C: Array | float, *, max_iter: int =
     N(0, I) itself (``converged`` False). It is the reference distribution the
     tempered-SMC ln N(D) of :mod:`bayesvm.normalization.low_rank` starts from.
     """
-    state = _ep_loop(partial(low_rank_posterior, prior), prior_variances(prior), _nu_sites(C), True, 0.5, max_iter,
+    state = ep_loop(partial(low_rank_posterior, prior), prior_variances(prior), nu_sites(C), True, 0.5, max_iter,
                      1e-4, 1e-3)
     w = _weight_posterior(prior, state.site_precision, state.site_shift)
     eye = jnp.eye(prior.V.shape[1], dtype=prior.V.dtype)

@@ -46,7 +46,7 @@ class GaussianPosterior(NamedTuple):
     log_det: Array  # ln det(I + K S) = ln det(K Sigma^-1)
 
 
-def _positive_part(K: Array, tau: Array) -> tuple[Array, Array, Array]:
+def positive_part(K: Array, tau: Array) -> tuple[Array, Array, Array]:
     """s_+ = sqrt(max(tau, 0)), L = chol(B), B = I + S_+^1/2 K S_+^1/2, V = L^-1 S_+^1/2 K (GPML eq. 3.67)."""
     sqrt_pos = jnp.sqrt(jnp.maximum(tau, 0.0))
     chol = jnp.linalg.cholesky(jnp.eye(K.shape[0], dtype=K.dtype) + sqrt_pos[:, None] * K * sqrt_pos[None, :])
@@ -74,7 +74,7 @@ def posterior_from_sites(K: Array, tau: Array, shift: Array, allow_negative: boo
     mu = Sigma shift,  ln det(I + K S) = 2 sum ln diag L + 2 sum ln diag L_-.
     Without negative sites Sigma is never formed (only its diagonal and Sigma shift).
     """
-    _, chol, V = _positive_part(K, tau)
+    _, chol, V = positive_part(K, tau)
     log_det = 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol)))
     if not allow_negative:
         mean = K @ shift - V.T @ (V @ shift)
@@ -96,7 +96,7 @@ def predictor_from_sites(K: Array, tau: Array, mean: Array, shift: Array, allow_
     A_+ = S_+^1/2 B^-1 S_+^1/2 = (K + S_+^-1)^-1 (Woodbury on (K + S^-1)^-1).
     """
     n = K.shape[0]
-    sqrt_pos, chol, V = _positive_part(K, tau)
+    sqrt_pos, chol, V = positive_part(K, tau)
     if not allow_negative:
         return EPPredictor(shift - tau * mean, chol, sqrt_pos, jnp.zeros((0, n), dtype=K.dtype))
     sqrt_neg, chol_neg = _negative_part(K - V.T @ V, tau)

@@ -63,7 +63,7 @@ from ..kernels import Kernel
 from ..low_rank import INDUCING_JITTER, KINDS, LowRankPrior, low_rank_prior_at
 from ..evidence.ep_low_rank import WeightGaussian, nu_weight_gaussian
 from ..model import log_nu
-from .path import _MIN_ESS_FRACTION, Annealed, ReweightedPath
+from .path import MIN_ESS_FRACTION, Annealed, ReweightedPath
 from ..evidence.tilted import nu_tilted_moments
 
 Array = jax.Array
@@ -201,7 +201,7 @@ class LowRankNormalizationPath(ReweightedPath):
     """
 
     def __init__(self, X: Array, Z: Array, template: Kernel, kind: str = "fitc", key: int = 0,
-                 annealing: dict | None = None, min_ess_fraction: float = _MIN_ESS_FRACTION):
+                 annealing: dict | None = None, min_ess_fraction: float = MIN_ESS_FRACTION):
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}; got {kind!r}")
         super().__init__(LowRankPathPrior(X, Z, template, kind), key, annealing, min_ess_fraction)

@@ -79,7 +79,7 @@ _JITTERS = (0.0, 1e-13, 1e-11, 1e-9, 1e-7)
 #: tempered-SMC budget at an anchor (64 particles x 8 runs = 512 particles to reweight)
 ANCHOR_ANNEALING = {"n_particles": 64, "n_runs": 8, "n_mcmc_steps": 3}
 #: re-anchor when the reweighted particles' effective sample size falls below this fraction
-_MIN_ESS_FRACTION = 0.25
+MIN_ESS_FRACTION = 0.25
 #: or when the point is further than this from every anchor (largest coordinate difference, in log units):
 #: importance weights can look healthy while missing mass the anchor's particles never reached
 _MAX_ANCHOR_DISTANCE = 1.0
@@ -227,7 +227,7 @@ class ReweightedPath:
     """
 
     def __init__(self, prior: PathPrior, key: int = 0, annealing: dict | None = None,
-                 min_ess_fraction: float = _MIN_ESS_FRACTION):
+                 min_ess_fraction: float = MIN_ESS_FRACTION):
         self.prior = prior
         self.key = key
         self.annealing = dict(ANCHOR_ANNEALING if annealing is None else annealing)
@@ -284,7 +284,7 @@ class NormalizationPath(ReweightedPath):
     """
 
     def __init__(self, X: Array, template: Kernel, key: int = 0, annealing: dict | None = None,
-                 min_ess_fraction: float = _MIN_ESS_FRACTION):
+                 min_ess_fraction: float = MIN_ESS_FRACTION):
         super().__init__(FullPathPrior(X, template), key, annealing, min_ess_fraction)
 
     @property
