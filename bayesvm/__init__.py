@@ -11,6 +11,7 @@ package leaves JAX's global ``jax_enable_x64`` flag as it is
 
 from . import calibration, datasets, kernels, metrics
 from .comparison import compare_calibration
+from .compilation import enable_compilation_cache
 from .estimator import BayesianSVC
 from .evidence.log_evidence import Evidence, log_evidence, log_normalization
 from .kernels import RBF, Exponential, Linear, Polynomial, make_kernel
@@ -25,7 +26,8 @@ from .solver.dual import fit_map
 __version__ = "0.1.0"
 
 #: what a user needs: the estimator, the evidence at given hyperparameters, the selection and its results,
-#: the kernels, the posterior's probabilities and error bars, the calibration comparison and its data sets.
+#: the kernels, the posterior's probabilities and error bars, the calibration comparison and its data sets,
+#: and the opt-in compilation cache.
 #: The building blocks (solver, EP, annealing, the search's parts) stay in their modules.
 __all__ = [
     "BayesianSVC",
@@ -47,6 +49,7 @@ __all__ = [
     "Linear",
     "make_kernel",
     "compare_calibration",
+    "enable_compilation_cache",
     "calibration",
     "datasets",
     "kernels",

@@ -36,6 +36,7 @@ from ._cli_report import (
     write_json,
 )
 from ._precision import float64
+from .compilation import enable_compilation_cache
 
 __all__ = ["main"]
 
@@ -347,20 +348,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _enable_compilation_cache() -> None:
-    """Keep JAX's compiled programs between runs of the command (set BAYESVM_NO_CACHE=1 to turn off).
-
-    A cold run spends most of its time compiling the solver and evidence
-    code; the persistent cache makes the second run start warm.
-    """
+    """The command keeps JAX's compiled programs between its runs (``BAYESVM_NO_CACHE=1`` turns that off)."""
     import os
 
-    if os.environ.get("BAYESVM_NO_CACHE"):
-        return
-    import jax
-
-    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    jax.config.update("jax_compilation_cache_dir", str(base / "bayesvm" / "jax"))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+    if not os.environ.get("BAYESVM_NO_CACHE"):
+        enable_compilation_cache()
 
 
 @float64
