@@ -350,7 +350,7 @@ def nu_sites(C) -> SiteMoments:
     return moments
 
 
-def _flat_at_padding(moments: SiteMoments, mask: Array) -> SiteMoments:
+def flat_at_padding(moments: SiteMoments, mask: Array) -> SiteMoments:
     """``moments`` at the data entries (mask True), a flat site t_i = 1 at the padding.
 
     A flat site's tilted distribution is its own cavity (ln Z_i = 0), so its
@@ -380,7 +380,7 @@ def _site_family(sites: str, y: Array | None, C) -> SiteMoments:
 
 @partial(jax.jit, static_argnames=("sites",))
 def _padded_run(K, y, mask, C, damping, max_iter, tol, log_z_tol, *, sites: str) -> EPResult:
-    moments = _flat_at_padding(_site_family(sites, y, C), mask)
+    moments = flat_at_padding(_site_family(sites, y, C), mask)
     return run_ep(K, moments, sites == "nu", damping, max_iter, tol, log_z_tol)
 
 
@@ -401,7 +401,7 @@ def _trimmed(result: EPResult, n: int) -> EPResult:
 def _run_padded(K: Array, y: Array | None, C, sites: str, damping, max_iter, tol, log_z_tol) -> EPResult:
     """EP on the problem padded to :func:`bayesvm._linalg.problem_size` (n) with flat sites, trimmed to n.
 
-    The result is that of the unpadded problem (:func:`_flat_at_padding`);
+    The result is that of the unpadded problem (:func:`flat_at_padding`);
     problems of nearby sizes share one compiled program.
     """
     n = K.shape[-1]
@@ -493,7 +493,7 @@ def _padded_batch(base, scales, C, y, mask, damping, max_iter, tol, log_z_tol, *
     def run(point):
         scale, c = point
         K = _linalg.unit_padding(scale * base, mask)  # the padding stays at unit variance whatever the scale
-        moments = _flat_at_padding(_site_family(sites, y, c), mask)
+        moments = flat_at_padding(_site_family(sites, y, c), mask)
         state = ep_loop_gram(K, moments, sites == "nu", damping, max_iter, tol, log_z_tol)
         return EPBatch(state.log_z, state.converged, state.n_iter)
 

@@ -30,7 +30,9 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import cho_solve
 
-from .ep import cavity, ep_loop_gram, label_sites
+from .. import _linalg
+from .._precision import float64
+from .ep import cavity, ep_loop_gram, flat_at_padding, label_sites
 from .ep_posterior import GaussianPosterior, positive_part
 from .tilted import label_tilted_moments
 from ..hyperparameters import kernel_at, penalty_at
@@ -70,16 +72,24 @@ class NaiveEvidenceGradient(NamedTuple):
     n_factorizations: Array
 
 
-def tilted_gradient(post: GaussianPosterior, tau: Array, shift: Array, y: Array, C: Array) -> Array:
-    """d/dx of sum_i ln Z_i(m_i, v_i; C) at the fixed cavities (m_i, v_i): only x_0 = ln C moves it."""
+def tilted_gradient(post: GaussianPosterior, tau: Array, shift: Array, y: Array, C: Array,
+                    mask: Array | None = None) -> Array:
+    """d/dx of sum_i ln Z_i(m_i, v_i; C) at the fixed cavities (m_i, v_i): only x_0 = ln C moves it.
+
+    ``mask`` (optional, bool per entry) leaves padding entries out of the sum.
+    """
     cav = cavity(post, tau, shift)
     cav_var = 1.0 / cav.precision
-    log_z_sites = lambda c: jnp.sum(label_tilted_moments(cav.shift * cav_var, cav_var, c, y).log_z)  # noqa: E731
+
+    def log_z_sites(c):
+        log_z = label_tilted_moments(cav.shift * cav_var, cav_var, c, y).log_z
+        return jnp.sum(log_z if mask is None else jnp.where(mask, log_z, 0.0))
+
     dC = jax.grad(log_z_sites)(C)
     return dC * C * jnp.array([1.0, 0.0, 0.0, 0.0], dtype=C.dtype)
 
 
-@jax.jit
+@float64
 def ep_naive_evidence_and_gradient(
     x: Array,
     X: Array,
@@ -99,19 +109,39 @@ def ep_naive_evidence_and_gradient(
     sites: the warm start (:func:`zero_sites` for a cold one). The
     tolerances are those of EP's loop (see :func:`bayesvm.evidence.ep.run_ep`); the
     gradient is exact at the fixed point, so it is as accurate as the sites
-    are converged.
+    are converged. The problem is padded to :func:`bayesvm._linalg.problem_size` (n)
+    with flat sites (:func:`bayesvm.evidence.ep.flat_at_padding`), which changes
+    neither the value nor the gradient, so that nearby n share one compiled program;
+    the returned sites are the n data entries'.
     """
-    K, gram_vjp = jax.vjp(lambda x: kernel_at(template, x)(X), x)
+    X = jnp.asarray(X, dtype=jnp.float64)
+    n = X.shape[0]
+    size = _linalg.problem_size(n)
+    mask = _linalg.padding_mask(n, size)
+    y = jnp.where(mask, _linalg.pad_vector(jnp.asarray(y, dtype=X.dtype), size), 1.0)
+    padded_sites = EPSites(*(_linalg.pad_vector(jnp.asarray(s, dtype=X.dtype), size) for s in sites))
+    result = _padded_naive_evidence_and_gradient(
+        jnp.asarray(x, dtype=X.dtype), jnp.pad(X, [(0, size - n), (0, 0)]), y, mask, template, padded_sites,
+        damping, max_iter, tol, log_z_tol,
+    )
+    return result._replace(sites=EPSites(result.sites.precision[:n], result.sites.shift[:n]))
+
+
+@jax.jit
+def _padded_naive_evidence_and_gradient(x, X, y, mask, template, sites, damping, max_iter, tol, log_z_tol):
+    """:func:`ep_naive_evidence_and_gradient` on inputs padded to a static size, with the 0/1 data ``mask``."""
+    K, gram_vjp = jax.vjp(lambda x: _linalg.unit_padding(kernel_at(template, x)(X), mask), x)
     C = penalty_at(x)
     start = (sites.precision, sites.shift)
-    state = ep_loop_gram(K, label_sites(y, C), False, damping, max_iter, tol, log_z_tol, start)
+    moments = flat_at_padding(label_sites(y, C), mask)
+    state = ep_loop_gram(K, moments, False, damping, max_iter, tol, log_z_tol, start)
     tau, shift, post = state.site_precision, state.site_shift, state.posterior
     # Gaussian part: d ln Z / dK = 1/2 (b b^T - R)
     sqrt_pos, chol, _ = positive_part(K, tau)
     b = shift - tau * post.mean
     R = sqrt_pos[:, None] * cho_solve((chol, True), jnp.diag(sqrt_pos))
     (grad_kernel,) = gram_vjp(0.5 * (jnp.outer(b, b) - R))
-    gradient = grad_kernel + tilted_gradient(post, tau, shift, y, C)
+    gradient = grad_kernel + tilted_gradient(post, tau, shift, y, C, mask)
     return NaiveEvidenceGradient(
         value=state.log_z,
         gradient=gradient,

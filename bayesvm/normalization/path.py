@@ -56,6 +56,7 @@ import numpy as np
 from jax.scipy.linalg import solve_triangular
 from jax.scipy.special import logsumexp
 
+from .. import _linalg
 from .._precision import float64
 from .annealing import AnnealingResult, annealed_until_runs_agree, product_route_log_likelihood
 from ..hyperparameters import MARGIN_RESOLUTION, kernel_at, penalty_at
@@ -113,10 +114,14 @@ class PathPrior(Protocol):
 
 
 @jax.jit
-def _prior_factor(x: Array, X: Array, template: Kernel) -> tuple[Array, Array]:
-    """Cholesky factor of K(x) + jitter I with the smallest working jitter of ``_JITTERS``, and that jitter."""
-    K = kernel_at(template, x)(X)
-    scale = jnp.mean(jnp.diagonal(K))
+def _prior_factor(x: Array, X: Array, mask: Array, template: Kernel) -> tuple[Array, Array]:
+    """Cholesky factor of K(x) + jitter I with the smallest working jitter of ``_JITTERS``, and that jitter.
+
+    K(x) is the padded prior blockdiag(K_data(x), I) (``mask`` marks the data entries); the jitter is
+    relative to the data entries' mean prior variance.
+    """
+    K = _linalg.unit_padding(kernel_at(template, x)(X), mask)
+    scale = jnp.sum(jnp.where(mask, jnp.diagonal(K), 0.0)) / jnp.sum(mask)
     eye = jnp.eye(K.shape[0], dtype=K.dtype)
 
     def attempt(i):
@@ -140,31 +145,44 @@ def _whitened(L: Array, particles: Array) -> Array:
     return solve_triangular(L, jnp.reshape(particles, (-1, L.shape[0])).T, lower=True).T
 
 
-@partial(jax.tree_util.register_dataclass, data_fields=["X", "template"], meta_fields=[])
+@partial(jax.tree_util.register_dataclass, data_fields=["X", "mask", "template"], meta_fields=[])
 @dataclass(frozen=True)
 class FullPathPrior:
-    """The exact prior N(0, K(x)) over the n training inputs ``X``, in whitened coordinates z = L(x)^-1 theta.
+    """The exact prior N(0, K(x)) over the n training inputs, in whitened coordinates z = L(x)^-1 theta.
 
-    ln f(z; x) = sum_i ln nu((L(x) z)_i; C(x)), L(x) the Cholesky factor of
-    K(x) + jitter I, the jitter fixed per anchor (``aux``). Not resolved where
-    the jitter's variance exceeds the margin's resolution (module docstring).
+    ln f(z; x) = sum_i ln nu((L(x) z)_i; C(x)) over the data entries, L(x) the Cholesky factor of
+    K(x) + jitter I, the jitter fixed per anchor (``aux``). Not resolved where the jitter's variance
+    exceeds the margin's resolution (module docstring). ``X`` holds the training inputs padded to
+    :func:`bayesvm._linalg.problem_size` (n) rows and ``mask`` marks the n data rows (:meth:`of`): the
+    padding entries are independent N(0, 1) latents outside the sum, which changes no value, and nearby
+    n share one compiled program.
     """
 
     X: Array
+    mask: Array
     template: Kernel
 
+    @classmethod
+    def of(cls, X, template: Kernel) -> "FullPathPrior":
+        """The prior over the training inputs X (n, d), padded."""
+        X = jnp.asarray(X, dtype=jnp.float64)
+        n = X.shape[0]
+        size = _linalg.problem_size(n)
+        return cls(jnp.pad(X, [(0, size - n), (0, 0)]), jnp.asarray(_linalg.padding_mask(n, size)), template)
+
     def log_integrand(self, x: Array, z: Array, jitter: Array) -> Array:
-        K = kernel_at(self.template, x)(self.X)
+        K = _linalg.unit_padding(kernel_at(self.template, x)(self.X), self.mask)
         L = jnp.linalg.cholesky(K + jitter * jnp.eye(K.shape[0], dtype=K.dtype))
-        return jnp.sum(log_nu(z @ L.T, penalty_at(x)), axis=1)
+        return jnp.sum(jnp.where(self.mask, log_nu(z @ L.T, penalty_at(x)), 0.0), axis=1)
 
     def anneal(self, x: np.ndarray, key, annealing: dict) -> Annealed | None:
-        L, jitter = _prior_factor(jnp.asarray(x), self.X, self.template)
+        L, jitter = _prior_factor(jnp.asarray(x), self.X, self.mask, self.template)
         # the jitter is independent noise of this variance on every theta_i (theta^2 units)
         if not (bool(np.all(np.isfinite(np.asarray(L)))) and float(jitter) <= MARGIN_RESOLUTION):
             return None
         result = annealed_until_runs_agree(
-            L, product_route_log_likelihood, args=(float(np.exp(x[0])),), key=key, keep_particles=True, **annealing
+            L, product_route_log_likelihood, args=(float(np.exp(x[0])), self.mask.astype(L.dtype)), key=key,
+            keep_particles=True, **annealing
         )
         return Annealed(result, _whitened(L, result.particles), jitter)
 
@@ -285,15 +303,7 @@ class NormalizationPath(ReweightedPath):
 
     def __init__(self, X: Array, template: Kernel, key: int = 0, annealing: dict | None = None,
                  min_ess_fraction: float = MIN_ESS_FRACTION):
-        super().__init__(FullPathPrior(X, template), key, annealing, min_ess_fraction)
-
-    @property
-    def X(self) -> Array:
-        return self.prior.X
-
-    @property
-    def template(self) -> Kernel:
-        return self.prior.template
+        super().__init__(FullPathPrior.of(X, template), key, annealing, min_ess_fraction)
 
 
 def _path_estimate(anchor: _Anchor, reweighted, *, anchored: bool) -> PathEstimate:
