@@ -71,6 +71,12 @@ def pad_vector(v: Array, size: int) -> Array:
     return jnp.pad(v, [(0, size - v.shape[-1])])
 
 
+def pad_rows(X: Array, size: int) -> Array:
+    """The (n, d) inputs X padded with zero rows to (size, d): placeholders whose kernel entries
+    :func:`unit_padding` replaces."""
+    return jnp.pad(X, [(0, size - X.shape[0]), (0, 0)])
+
+
 def buffer_size(count: int, n: int) -> int:
     """A static buffer for a subset of ``count`` of ``n`` points.
 

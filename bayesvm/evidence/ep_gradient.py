@@ -121,7 +121,7 @@ def ep_naive_evidence_and_gradient(
     y = jnp.where(mask, _linalg.pad_vector(jnp.asarray(y, dtype=X.dtype), size), 1.0)
     padded_sites = EPSites(*(_linalg.pad_vector(jnp.asarray(s, dtype=X.dtype), size) for s in sites))
     result = _padded_naive_evidence_and_gradient(
-        jnp.asarray(x, dtype=X.dtype), jnp.pad(X, [(0, size - n), (0, 0)]), y, mask, template, padded_sites,
+        jnp.asarray(x, dtype=X.dtype), _linalg.pad_rows(X, size), y, mask, template, padded_sites,
         damping, max_iter, tol, log_z_tol,
     )
     return result._replace(sites=EPSites(result.sites.precision[:n], result.sites.shift[:n]))

@@ -168,7 +168,7 @@ class FullPathPrior:
         X = jnp.asarray(X, dtype=jnp.float64)
         n = X.shape[0]
         size = _linalg.problem_size(n)
-        return cls(jnp.pad(X, [(0, size - n), (0, 0)]), jnp.asarray(_linalg.padding_mask(n, size)), template)
+        return cls(_linalg.pad_rows(X, size), jnp.asarray(_linalg.padding_mask(n, size)), template)
 
     def log_integrand(self, x: Array, z: Array, jitter: Array) -> Array:
         K = _linalg.unit_padding(kernel_at(self.template, x)(self.X), self.mask)
