@@ -43,6 +43,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 RESULTS = Path(__file__).parent / "results"
 ARMS = ("bayesvm", "bayesvm, cache written", "bayesvm, cache read", "grid+Platt", "bayesvm, 5-fold CV",
         "grid+Platt, 5-fold CV")
@@ -55,14 +57,13 @@ GRID = {"C": [10.0 ** (k / 2) for k in range(-4, 7)], "gamma": [10.0 ** (k / 2) 
 
 
 def _training_split(n_train: int, seed: int):
-    import numpy as np
     from sklearn.datasets import load_breast_cancer
     from sklearn.model_selection import train_test_split
 
     X, y = load_breast_cancer(return_X_y=True)
     X_train, X_test, y_train, y_test = train_test_split(X, y, train_size=n_train, stratify=y, random_state=seed)
     mean, sd = X_train.mean(0), X_train.std(0)
-    return (X_train - mean) / sd, (X_test - mean) / sd, y_train, y_test, np
+    return (X_train - mean) / sd, (X_test - mean) / sd, y_train, y_test
 
 
 def _jax_counter():
@@ -85,17 +86,21 @@ def _jax_counter():
     return counts
 
 
-def _fit_grid_and_platt(X, y):
-    """The grid search's best SVC, then Platt scaling of it by 5-fold CalibratedClassifierCV."""
+def _grid_and_platt():
+    """Imports scikit-learn's SVM and returns the fit: the grid search's best SVC, then Platt scaling of it by
+    5-fold CalibratedClassifierCV."""
     from sklearn.calibration import CalibratedClassifierCV
     from sklearn.model_selection import GridSearchCV
     from sklearn.svm import SVC
 
-    search = GridSearchCV(SVC(kernel="rbf"), GRID, cv=5).fit(X, y)
-    return CalibratedClassifierCV(SVC(kernel="rbf", **search.best_params_), method="sigmoid", cv=5).fit(X, y)
+    def fit(X, y):
+        search = GridSearchCV(SVC(kernel="rbf"), GRID, cv=5).fit(X, y)
+        return CalibratedClassifierCV(SVC(kernel="rbf", **search.best_params_), method="sigmoid", cv=5).fit(X, y)
+
+    return fit
 
 
-def _nll(model, X, y, np) -> float:
+def _nll(model, X, y) -> float:
     p = np.clip(model.predict_proba(X)[:, list(model.classes_).index(1)], 1e-12, 1 - 1e-12)
     return float(-np.mean(np.where(y == 1, np.log(p), np.log1p(-p))))
 
@@ -105,7 +110,7 @@ def child(arm: str, n_train: int, seed: int, cache: str | None, folds: int) -> d
     start = time.perf_counter()
     if arm == "grid+Platt":
         counts = {}
-        fit = _fit_grid_and_platt
+        fit = _grid_and_platt()
     else:
         counts = _jax_counter()
         import bayesvm
@@ -116,18 +121,18 @@ def child(arm: str, n_train: int, seed: int, cache: str | None, folds: int) -> d
         def fit(X, y):
             return bayesvm.BayesianSVC().fit(X, y)
     import_s = time.perf_counter() - start
-    X_train, X_test, y_train, y_test, np = _training_split(n_train, seed)
+    X_train, X_test, y_train, y_test = _training_split(n_train, seed)
     fit_start = time.perf_counter()
     if folds > 1:
         from sklearn.model_selection import StratifiedKFold
 
-        nll = [_nll(fit(X_train[a], y_train[a]), X_train[b], y_train[b], np)
+        nll = [_nll(fit(X_train[a], y_train[a]), X_train[b], y_train[b])
                for a, b in StratifiedKFold(folds, shuffle=True, random_state=seed).split(X_train, y_train)]
         return {"import_s": import_s, "fit_s": time.perf_counter() - fit_start, "nll": float(np.mean(nll)),
                 **counts}
     model = fit(X_train, y_train)
     fit_s = time.perf_counter() - fit_start
-    return {"import_s": import_s, "fit_s": fit_s, "nll": _nll(model, X_test, y_test, np), **counts}
+    return {"import_s": import_s, "fit_s": fit_s, "nll": _nll(model, X_test, y_test), **counts}
 
 
 # ---------------------------------------------------------------------------
