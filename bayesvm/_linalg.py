@@ -71,6 +71,11 @@ def pad_vector(v: Array, size: int) -> Array:
     return jnp.pad(v, [(0, size - v.shape[-1])])
 
 
+def pad_labels(y: Array, size: int) -> Array:
+    """The (n,) labels y padded with +1 to (size,): a valid label wherever the padding's site is flat or unused."""
+    return jnp.where(padding_mask(y.shape[-1], size), pad_vector(y, size), 1.0)
+
+
 def pad_rows(X: Array, size: int) -> Array:
     """The (n, d) inputs X padded with zero rows to (size, d): placeholders whose kernel entries
     :func:`unit_padding` replaces."""

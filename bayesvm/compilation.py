@@ -17,8 +17,9 @@ from pathlib import Path
 __all__ = ["default_cache_directory", "enable_compilation_cache"]
 
 #: programs that compile faster than this are not written. JAX's own default (1 s) would skip most of bayesvm's:
-#: about 70 of the 85 programs of a first fit are small ones (0.02-0.05 s each, 2-3 s together), and keeping
-#: them too took a cached first fit at 150 points from 10.7 s to 7.4 s (1.4 MB on disk; benchmarks/cold_start.py)
+#: about 75 of the 85-98 programs of a first fit are small ones (0.02-0.05 s each, about 1.5 s together), and
+#: keeping them too took a cached first fit from 10.7 s to 9.4 s at 150 points and from 19.3 s to 16.6 s at 400
+#: (1.4 MB on disk; benchmarks/cold_start.py)
 _MIN_COMPILE_SECONDS = 0.0
 
 

@@ -118,7 +118,7 @@ def ep_naive_evidence_and_gradient(
     n = X.shape[0]
     size = _linalg.problem_size(n)
     mask = _linalg.padding_mask(n, size)
-    y = jnp.where(mask, _linalg.pad_vector(jnp.asarray(y, dtype=X.dtype), size), 1.0)
+    y = _linalg.pad_labels(jnp.asarray(y, dtype=X.dtype), size)
     padded_sites = EPSites(*(_linalg.pad_vector(jnp.asarray(s, dtype=X.dtype), size) for s in sites))
     result = _padded_naive_evidence_and_gradient(
         jnp.asarray(x, dtype=X.dtype), _linalg.pad_rows(X, size), y, mask, template, padded_sites,

@@ -234,7 +234,7 @@ def _solve_adaptive(ascend, finish, K, y, C, tol, max_iter):
     n = K.shape[-1]
     size = _linalg.problem_size(n)
     K = _linalg.pad_gram(K, size)
-    y = jnp.where(_linalg.padding_mask(n, size), _linalg.pad_vector(y, size), 1.0)
+    y = _linalg.pad_labels(y, size)
     max_iter = _default_max_iter(size) if max_iter is None else max_iter
     alpha, theta, n_iter = ascend(K, y, C, tol, max_iter=max_iter)
     n_free = int(jnp.max(jnp.sum((alpha > 0) & (alpha < jnp.expand_dims(C, -1)), axis=-1)))
