@@ -13,7 +13,8 @@ from . import calibration, datasets, kernels, metrics
 from .comparison import compare_calibration
 from .compilation import enable_compilation_cache
 from .estimator import BayesianSVC
-from .evidence.log_evidence import Evidence, log_evidence, log_normalization
+from .coupling import couple_one_vs_rest
+from .evidence.log_evidence import Evidence, OneVsRestEvidence, log_evidence, log_evidence_one_vs_rest, log_normalization
 from .kernels import RBF, Exponential, Linear, Polynomial, make_kernel
 from .posterior import ErrorBars, Posterior
 from .selection.search import SearchSelection
@@ -40,6 +41,9 @@ __all__ = [
     "log_evidence",
     "log_normalization",
     "Evidence",
+    "log_evidence_one_vs_rest",
+    "OneVsRestEvidence",
+    "couple_one_vs_rest",
     "fit_map",
     "Posterior",
     "ErrorBars",

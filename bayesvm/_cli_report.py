@@ -97,33 +97,63 @@ def select_report(surface, X, y, source: str, elapsed: float) -> str:
     best, ev = surface.best, surface.evidence
     labels = np.asarray(y)
     classes = np.unique(labels)
-    counts = ", ".join(f"{c} (+1)" if i else f"{c} (-1)" for i, c in enumerate(classes))
-    accuracy = float(np.mean(_predicted_labels(ev, X, classes) == labels))
+    one_vs_rest = classes.size > 2
+    if one_vs_rest:
+        counts = ", ".join(f"{c} ({int(np.sum(labels == c))})" for c in classes)
+        accuracy = float(np.mean(classes[np.argmax(_coupled_probabilities(ev, X), axis=1)] == labels))
+        evidence_rows = [_class_evidence_table(ev)]
+        fit_rows = [("support vectors", " / ".join(str(p.fit.support.size) for p in ev.problems)
+                     + f" of {X.shape[0]} (per class)") if ev.problems[0].fit is not None
+                    else ("inducing inputs", f"{ev.problems[0].low_rank.n_inducing} (low-rank prior)")]
+    else:
+        counts = (", ".join(f"{c} (+1)" if i else f"{c} (-1)" for i, c in enumerate(classes))
+                  + f"; {int(np.sum(labels == classes[1]))} / {int(np.sum(labels == classes[0]))}")
+        accuracy = float(np.mean(_predicted_labels(ev, X, classes) == labels))
+        evidence_rows = [ev.summary()]
+        fit_rows = ([("support vectors", f"{ev.fit.support.size} of {X.shape[0]}"),
+                     ("marginal points", f"{ev.n_marginal}")]
+                    if ev.fit is not None else [("inducing inputs", f"{ev.low_rank.n_inducing} (low-rank prior)")])
     hyper = [("C", f"{best['C']:.4g}"), ("amplitude k0", f"{best['amplitude']:.4g}"),
              ("offset k_b", f"{best['offset']:.4g}"), ("C k0", f"{best['C_k0']:.4g}")]
     if surface.shape_name is not None:
         hyper.insert(2, (surface.shape_name, f"{best[surface.shape_name]:.4g}"))
     lines = [
         f"data: {source}",
-        f"  {X.shape[0]} points, {X.shape[1]} features; classes {counts}; "
-        f"{int(np.sum(labels == classes[1]))} / {int(np.sum(labels == classes[0]))}",
+        f"  {X.shape[0]} points, {X.shape[1]} features; classes {counts}",
         "",
         f"selected hyperparameters ({surface.kernel_name} kernel, by evidence: {_how_selected(surface)})",
         table(hyper),
         "",
-        f"evidence at the optimum: ln P(D) = {ev.total:.3f} +- {ev.total_se:.3f}",
-        ev.summary(),
+        f"evidence at the optimum: ln P(D) = {ev.total:.3f} +- {ev.total_se:.3f}"
+        + (f" (summed over {classes.size} one-vs-rest problems)" if one_vs_rest else ""),
+        *evidence_rows,
         "",
         "training set",
         table([
             ("accuracy", f"{accuracy:.4f}"),
-            *([("support vectors", f"{ev.fit.support.size} of {X.shape[0]}"), ("marginal points", f"{ev.n_marginal}")]
-              if ev.fit is not None else [("inducing inputs", f"{ev.low_rank.n_inducing} (low-rank prior)")]),
+            *fit_rows,
             *(_search_rows(surface) if surface.method == "search" else _grid_rows(surface)),
             ("time", f"{elapsed:.1f} s"),
         ]),
     ]
     return "\n".join(lines)
+
+
+def _class_evidence_table(evidence) -> str:
+    """Each one-vs-rest problem's ln Q(D), ln P(D) and EP's convergence, and the one shared ln N(D)."""
+    rows = [(f"class {c!s} against the rest", f"ln Q(D) {p.naive:10.3f}   ln P(D) {p.total:10.3f}"
+             + ("" if p.naive_converged else "   (EP did not converge)"))
+            for c, p in zip(evidence.classes, evidence.problems)]
+    shared = evidence.problems[0]
+    rows.append(("ln N(D) (shared, tempered SMC)", f"{shared.log_normalization:.3f} +- {shared.log_normalization_se:.3f}"))
+    return table(rows)
+
+
+def _coupled_probabilities(evidence, X) -> np.ndarray:
+    """(n, k) class probabilities of k one-vs-rest problems: EP's posterior-averaged ones, coupled as BayesianSVC."""
+    from .coupling import couple_one_vs_rest
+
+    return couple_one_vs_rest(np.column_stack([_posterior_probability(p, X) for p in evidence.problems]))
 
 
 def _posterior_probability(evidence, X) -> np.ndarray:
@@ -175,18 +205,32 @@ def _grid_rows(surface) -> list[tuple[str, str]]:
 
 
 def held_out_report(surface, X_test, y_test, classes) -> str:
-    """Scores of the selected model on held-out points: EP's posterior-averaged probabilities (as BayesianSVC)."""
+    """Scores of the selected model on held-out points: EP's posterior-averaged probabilities (as BayesianSVC);
+    for k >= 3 classes coupled over the one-vs-rest problems, the NLL and Brier score of the k-class distribution."""
     from .metrics import brier_score, error_rate, expected_calibration_error, negative_log_likelihood
 
-    p = _posterior_probability(surface.evidence, X_test)
-    prediction = np.where(p >= 0.5, classes[1], classes[0])
-    rows = [
-        ("error", f"{error_rate(y_test, prediction):.4f}"),
-        ("negative log-likelihood", f"{negative_log_likelihood(y_test, p):.4f}"),
-        ("Brier score", f"{brier_score(y_test, p):.4f}"),
-        ("ECE (10 bins)", f"{expected_calibration_error(y_test, p):.4f}"),
-    ]
-    return "\n".join(["", f"held-out points ({len(y_test)}; EP posterior-averaged probabilities)", table(rows)])
+    if classes.size > 2:
+        P = _coupled_probabilities(surface.evidence, X_test)
+        observed = np.searchsorted(classes, y_test)
+        targets = np.eye(classes.size)[observed]
+        rows = [
+            ("error", f"{np.mean(classes[np.argmax(P, axis=1)] != y_test):.4f}"),
+            ("negative log-likelihood",
+             f"{-np.mean(np.log(np.clip(P[np.arange(P.shape[0]), observed], np.finfo(float).eps, 1.0))):.4f}"),
+            ("Brier score (summed over classes)", f"{np.mean(np.sum((P - targets) ** 2, axis=1)):.4f}"),
+        ]
+        how = "EP posterior-averaged one-vs-rest probabilities, Zadrozny's coupling"
+    else:
+        p = _posterior_probability(surface.evidence, X_test)
+        prediction = np.where(p >= 0.5, classes[1], classes[0])
+        rows = [
+            ("error", f"{error_rate(y_test, prediction):.4f}"),
+            ("negative log-likelihood", f"{negative_log_likelihood(y_test, p):.4f}"),
+            ("Brier score", f"{brier_score(y_test, p):.4f}"),
+            ("ECE (10 bins)", f"{expected_calibration_error(y_test, p):.4f}"),
+        ]
+        how = "EP posterior-averaged probabilities"
+    return "\n".join(["", f"held-out points ({len(y_test)}; {how})", table(rows)])
 
 
 def cv_report(surface, cv_surface, elapsed: float, folds: int) -> str:

@@ -61,12 +61,8 @@ def check_vector(values, *, name: str, what: str, plural: str | None = None, n: 
     return arr
 
 
-def check_labels(y, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
-    """Map two-valued labels to -1/+1.
-
-    Returns ``(y_pm, classes)`` where ``classes`` is the sorted pair of
-    original labels; ``classes[1]`` becomes +1.
-    """
+def _label_classes(y, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
+    """One label per sample, of at least two classes: ``(labels, sorted classes)``."""
     arr = np.asarray(y)
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr.ravel()
@@ -75,19 +71,43 @@ def check_labels(y, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
     if arr.shape[0] != n_samples:
         raise ValueError(f"X has {n_samples} samples but y has {arr.shape[0]} labels; they must match")
     if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
-        raise ValueError("y contains NaN or infinite labels; labels must be two distinct finite values")
+        raise ValueError("y contains NaN or infinite labels; labels must be finite values")
     classes = np.unique(arr)
     if classes.size < 2:
         raise ValueError(
-            f"y has only one class ({classes[0]!r}); a binary classifier needs labels of two classes"
+            f"y has only one class ({classes[0]!r}); a classifier needs labels of at least two classes"
         )
+    return arr, classes
+
+
+def check_labels(y, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
+    """Map two-valued labels to -1/+1.
+
+    Returns ``(y_pm, classes)`` where ``classes`` is the sorted pair of
+    original labels; ``classes[1]`` becomes +1.
+    """
+    arr, classes = _label_classes(y, n_samples)
     if classes.size > 2:
         shown = ", ".join(repr(c) for c in classes[:5]) + (", ..." if classes.size > 5 else "")
         raise ValueError(
-            f"y has {classes.size} classes ({shown}); bayesvm is a binary classifier and accepts exactly two"
+            f"y has {classes.size} classes ({shown}); this function takes exactly two (BayesianSVC and "
+            "select_hyperparameters take more, as one-vs-rest problems)"
         )
     y_pm = np.where(arr == classes[1], 1.0, -1.0)
     return y_pm, classes
+
+
+def one_vs_rest_labels(y, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
+    """Labels of two or more classes as binary problems in -1/+1: ``(Y, classes)``.
+
+    Two classes give one problem, Y of shape (1, n) with ``classes[1]`` as +1
+    (as :func:`check_labels`); k >= 3 classes give k one-vs-rest problems,
+    Y of shape (k, n) with Y[c] = +1 where the label is ``classes[c]``.
+    """
+    arr, classes = _label_classes(y, n_samples)
+    if classes.size == 2:
+        return np.where(arr == classes[1], 1.0, -1.0)[None, :], classes
+    return np.where(arr[None, :] == classes[:, None], 1.0, -1.0), classes
 
 
 def check_positive(value, name: str) -> float:

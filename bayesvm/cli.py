@@ -97,11 +97,8 @@ def read_csv(path: str, target: str) -> tuple[np.ndarray, np.ndarray, list[str]]
     if np.any(y == ""):
         raise InputError(f"target column {target!r} has {int(np.sum(y == ''))} empty value(s)")
     classes = np.unique(y)
-    if classes.size != 2:
-        raise InputError(
-            f"target column {target!r} has {classes.size} class(es) ({', '.join(map(str, classes[:5]))}); "
-            "exactly two are needed"
-        )
+    if classes.size < 2:
+        raise InputError(f"target column {target!r} has one class ({classes[0]}); at least two are needed")
     return X, y, features
 
 
@@ -213,6 +210,9 @@ def run_select(args) -> int:
         held_out = (X_test, y_test)
         source += f"; a stratified {_DEMO_TRAIN}-point training subsample, the other {len(y_test)} points held out"
     options = _selection_options(args)
+    if np.unique(y).size > 2 and (args.cv or args.method != "search"):
+        raise InputError(f"{np.unique(y).size} classes: --method grid and --cv take two classes; the search takes k "
+                         "(one-vs-rest problems with shared hyperparameters)")
     started = time.perf_counter()
     with recorded_warnings() as caught:
         surface = select_hyperparameters(X, y, progress=ProgressBar("evidence", quiet=args.quiet), **options)
@@ -300,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=0)
     select = commands.add_parser("select", help="choose hyperparameters by maximising the evidence")
     select.add_argument("data", nargs="?", help="CSV file with a header row")
-    select.add_argument("--target", help="name of the label column (two classes)")
+    select.add_argument("--target", help="name of the label column (two or more classes)")
     select.add_argument("--demo", action="store_true", help=f"use the built-in {_DEMO_DATASET} data set")
     select.add_argument("--kernel", default="rbf", choices=["rbf", "exponential", "polynomial", "linear"])
     select.add_argument("--method", default="search", choices=["search", "grid"],

@@ -37,11 +37,13 @@ from numbers import Integral, Real
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._precision import float64
-from .evidence.log_evidence import log_evidence
+from ._validation import one_vs_rest_labels
+from .coupling import COUPLINGS, couple_one_vs_rest
+from .evidence.log_evidence import OneVsRestEvidence, log_evidence_one_vs_rest
 from .hyperparameters import COORDINATES, kernel_hyperparameters_at
 from .kernels import make_kernel
 from .posterior import APPROXIMATIONS as POSTERIORS
@@ -53,7 +55,14 @@ __all__ = ["BayesianSVC"]
 
 
 class BayesianSVC(ClassifierMixin, BaseEstimator):
-    """Binary SVM classifier with evidence-based hyperparameters and class probabilities with error bars.
+    """SVM classifier with evidence-based hyperparameters and class probabilities with error bars.
+
+    Two classes are one binary Bayesian SVM. k >= 3 classes are k one-vs-rest
+    binary problems (class c against the rest) whose class probabilities are
+    coupled into one distribution (``coupling``); their hyperparameters are
+    shared and chosen by the summed evidence (``multiclass="shared"``, with one
+    ln N(D) for all k problems) or chosen per problem (``"per_class"``);
+    theory: "More than two classes".
 
     The free hyperparameters are chosen by :func:`bayesvm.select_hyperparameters`
     with its defaults (quasi-Newton ascent of the evidence, checked at the
@@ -80,21 +89,32 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         points, a low-rank prior through 200 k-means inducing inputs above),
         None (always the full prior) or a number of inducing inputs (module docstring).
     random_state : int seed of the tempered-SMC estimates of ln N(D) and of the k-means inducing inputs.
+    multiclass : k >= 3 classes only: ``"shared"`` (default: one set of
+        hyperparameters for the k one-vs-rest problems, maximising their summed
+        evidence) or ``"per_class"`` (each problem selects its own).
+    coupling : k >= 3 classes only: how the one-vs-rest probabilities become one
+        distribution (:mod:`bayesvm.coupling`): ``"kl"`` (default, Zadrozny 2001),
+        ``"normalize"`` or ``"odds"``.
 
     Attributes
     ----------
     classes_, n_features_in_ : as in scikit-learn.
     C_, amplitude_, offset_, length_scale_ : the hyperparameters used
-        (``length_scale_`` is None for kernels without a shape parameter), ``kernel_`` the kernel.
-    log_evidence_, log_evidence_se_ : ln P(D) and its standard error at them;
-        ``evidence_`` the full :class:`~bayesvm.evidence.log_evidence.Evidence` (terms, ln N(D), ...).
-    selection_ : the :class:`~bayesvm.selection.search.SearchSelection`, or None when nothing was selected.
-    posterior_ : the posterior used for predictions.
+        (``length_scale_`` is None for kernels without a shape parameter), ``kernel_`` the kernel;
+        with ``multiclass="per_class"`` and k >= 3 classes, arrays of shape (k,) and a tuple of k kernels.
+    log_evidence_, log_evidence_se_ : ln P(D) and its standard error at them (k >= 3 classes: summed over
+        the one-vs-rest problems); ``evidence_`` the full :class:`~bayesvm.evidence.log_evidence.Evidence`
+        (terms, ln N(D), ...), for k >= 3 classes a
+        :class:`~bayesvm.evidence.log_evidence.OneVsRestEvidence` with one per problem.
+    selection_ : the :class:`~bayesvm.selection.search.SearchSelection` (a tuple of k with
+        ``multiclass="per_class"``), or None when nothing was selected.
+    posterior_ : the posterior used for predictions (k >= 3 classes: a tuple, one per problem).
     inducing_ : the (m, d) inducing inputs of the low-rank prior, or None (the full prior).
-    fit_ : the MAP SVM at the chosen hyperparameters (None on the low-rank path).
+    fit_ : the MAP SVM at the chosen hyperparameters (None on the low-rank path; k >= 3 classes: a tuple).
     support_ : indices of the MAP SVM's support vectors (alpha > 0); ``support_vectors_`` their inputs;
     dual_coef_ : (1, n_SV) alpha_i y_i of the support vectors (y = +1 for ``classes_[1]``);
-    marginal_ : indices of the marginal points (0 < alpha < C). All four None on the low-rank path.
+    marginal_ : indices of the marginal points (0 < alpha < C). All four None on the low-rank path and for
+        k >= 3 classes (each problem's are in ``fit_``).
     """
 
     _parameter_constraints: dict = {
@@ -107,10 +127,12 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         "probability": [StrOptions(set(PROBABILITY_METHODS))],
         "n_inducing": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
+        "multiclass": [StrOptions({"shared", "per_class"})],
+        "coupling": [StrOptions(set(COUPLINGS))],
     }
 
     def __init__(self, kernel="rbf", C=None, amplitude=None, length_scale=None, offset=None, posterior="ep",
-                 probability="averaged", n_inducing="auto", random_state=0):
+                 probability="averaged", n_inducing="auto", random_state=0, multiclass="shared", coupling="kl"):
         self.kernel = kernel
         self.C = C
         self.amplitude = amplitude
@@ -120,27 +142,16 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self.probability = probability
         self.n_inducing = n_inducing
         self.random_state = random_state
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        # binary only: multiclass input is refused with a ValueError (see fit)
-        tags.classifier_tags.multi_class = False
-        return tags
+        self.multiclass = multiclass
+        self.coupling = coupling
 
     @float64
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
-        """Select the free hyperparameters by evidence (or use the fixed ones) and fit the MAP SVM."""
+        """Select the free hyperparameters by evidence (or use the fixed ones) and fit the MAP SVM(s)."""
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
-        target_type = type_of_target(y, input_name="y", raise_unknown=True)
-        if target_type != "binary" and np.unique(y).size > 1:
-            raise ValueError(
-                f"Only binary classification is supported. The type of the target is {target_type}: "
-                f"y has {np.unique(y).size} classes. Wrap BayesianSVC in "
-                "sklearn.multiclass.OneVsRestClassifier for more classes."
-            )
-        self.classes_ = np.unique(y)
+        _, self.classes_ = one_vs_rest_labels(y, X.shape[0])
         template = make_kernel(self.kernel)
         shape_name = template.shape_parameter
         fixed = self._fixed(shape_name)
@@ -149,19 +160,34 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         if inducing is not None and self.posterior == "laplace":
             raise ValueError("posterior='laplace' needs the MAP SVM, which the low-rank path does not fit; use "
                              "posterior='ep' or n_inducing=None")
-        if len(fixed) == 3 + (shape_name is not None):
-            kernel = template.replace(amplitude=float(self.amplitude), offset=float(self.offset),
-                                      **({shape_name: float(self.length_scale)} if shape_name else {}))
-            self.evidence_ = log_evidence(X, y, C=float(self.C), kernel=kernel, random_state=seed, inducing=inducing)
-            self.selection_ = None
+        # one selection over every class (two classes; k classes with shared hyperparameters), or one per class
+        per_class = self.classes_.size > 2 and self.multiclass == "per_class"
+        labellings = [y == c for c in self.classes_] if per_class else [y]
+        chosen = [self._evidence_and_selection(X, labels, template, fixed, seed, inducing) for labels in labellings]
+        selections = tuple(selection for _, selection in chosen)
+        if per_class:
+            self.evidence_ = OneVsRestEvidence(self.classes_, tuple(evidence for evidence, _ in chosen),
+                                               shared_normalization=False)
+            self.selection_ = None if selections[0] is None else selections
         else:
-            self.selection_ = select_hyperparameters(X, y, kernel=template, grid=fixed, random_state=seed,
-                                                     inducing=inducing)
-            self.evidence_ = self.selection_.evidence
+            self.evidence_, self.selection_ = chosen[0]
         self.inducing_ = inducing
         self._training = (X, y)
         self._set_fitted(shape_name)
         return self
+
+    def _evidence_and_selection(self, X, y, template, fixed: dict, seed: int, inducing):
+        """The evidence at the fixed hyperparameters, or at those the search selects (with its selection)."""
+        if len(fixed) < 3 + (template.shape_parameter is not None):
+            selection = select_hyperparameters(X, y, kernel=template, grid=fixed, random_state=seed,
+                                               inducing=inducing)
+            return selection.evidence, selection
+        kernel = template.replace(amplitude=float(self.amplitude), offset=float(self.offset),
+                                  **({template.shape_parameter: float(self.length_scale)}
+                                     if template.shape_parameter else {}))
+        evidence = log_evidence_one_vs_rest(X, y, C=float(self.C), kernel=kernel, random_state=seed,
+                                            inducing=inducing)
+        return (evidence.problems[0] if len(evidence.problems) == 1 else evidence), None
 
     def _seed(self) -> int:
         if isinstance(self.random_state, (int, np.integer)):
@@ -194,7 +220,9 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         ``theta`` = (ln C, ln amplitude, ln(offset / amplitude), ln shape) as in
         :data:`bayesvm.hyperparameters.COORDINATES` (the shape entry is ignored
         for the linear kernel); the estimators are :func:`bayesvm.log_evidence`'s
-        defaults, with the fitted estimator's seed. Like scikit-learn's
+        defaults, with the fitted estimator's seed; k >= 3 classes: the summed
+        evidence of the one-vs-rest problems at the same ``theta``
+        (:func:`bayesvm.evidence.log_evidence.log_evidence_one_vs_rest`). Like scikit-learn's
         ``GaussianProcessClassifier.log_marginal_likelihood``.
         """
         check_is_fitted(self)
@@ -203,31 +231,52 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         theta = np.asarray(theta, dtype=np.float64)
         if theta.shape != (4,) or not np.all(np.isfinite(theta)):
             raise ValueError(f"theta must be 4 finite log hyperparameters {COORDINATES}; got {theta.tolist()}")
-        kernel = self.kernel_.replace(**kernel_hyperparameters_at(self.kernel_, theta))
+        template = make_kernel(self.kernel)
+        kernel = template.replace(**kernel_hyperparameters_at(template, theta))
         X, y = self._training
-        return float(log_evidence(X, y, C=float(np.exp(theta[0])), kernel=kernel, random_state=self._seed(),
-                                  inducing=self.inducing_).total)
+        return log_evidence_one_vs_rest(X, y, C=float(np.exp(theta[0])), kernel=kernel, random_state=self._seed(),
+                                        inducing=self.inducing_).total
 
     def _set_fitted(self, shape_name) -> None:
-        fit = self.fit_ = self.evidence_.fit
-        if fit is None:  # the low-rank path
-            self.posterior_ = self.evidence_.posterior
-            C, kernel = self.posterior_.C, _with_float_hyperparameters(self.posterior_.predictor.kernel)
+        problems = self.evidence_.problems if isinstance(self.evidence_, OneVsRestEvidence) else (self.evidence_,)
+        posteriors, kernels, penalties = [], [], []
+        for evidence in problems:
+            if evidence.fit is None:  # the low-rank path
+                posterior = evidence.posterior
+                C, kernel = posterior.C, _with_float_hyperparameters(posterior.predictor.kernel)
+            else:
+                posterior = evidence.posterior if self.posterior == "laplace" else Posterior.from_fit(evidence.fit, "ep")
+                C, kernel = evidence.fit.C, evidence.fit.kernel
+            posteriors.append(posterior)
+            kernels.append(kernel)
+            penalties.append(float(C))
+        fits = [evidence.fit for evidence in problems]
+        self.fit_ = fits[0] if len(problems) == 1 else tuple(fits)
+        self.posterior_ = posteriors[0] if len(problems) == 1 else tuple(posteriors)
+        fit = self.fit_
+        if len(problems) > 1 or fit is None:
             self.support_ = self.support_vectors_ = self.dual_coef_ = self.marginal_ = None
         else:
-            self.posterior_ = self.evidence_.posterior if self.posterior == "laplace" else Posterior.from_fit(fit, "ep")
-            C, kernel = fit.C, fit.kernel
             self.support_ = fit.support
             self.support_vectors_ = fit.X[fit.support]
             self.dual_coef_ = (fit.alpha[fit.support] * fit.y[fit.support])[None, :]
             self.marginal_ = np.flatnonzero(fit.marginal)
-        self.kernel_ = kernel
-        self.C_ = float(C)
-        self.amplitude_ = float(kernel.amplitude)
-        self.offset_ = float(kernel.offset)
-        self.length_scale_ = float(getattr(kernel, shape_name)) if shape_name is not None else None
+        per_class = isinstance(self.evidence_, OneVsRestEvidence) and not self.evidence_.shared_normalization
+        self.kernel_ = tuple(kernels) if per_class else kernels[0]
+
+        def value(values):  # one float, or one per class where each class chose its own
+            return np.array(values) if per_class else values[0]
+
+        self.C_ = value(penalties)
+        self.amplitude_ = value([float(kernel.amplitude) for kernel in kernels])
+        self.offset_ = value([float(kernel.offset) for kernel in kernels])
+        self.length_scale_ = None if shape_name is None else value([float(getattr(k, shape_name)) for k in kernels])
         self.log_evidence_ = float(self.evidence_.total)
         self.log_evidence_se_ = float(self.evidence_.total_se)
+
+    def _one_vs_rest(self) -> bool:
+        check_is_fitted(self)
+        return self.classes_.size > 2
 
     def _inputs(self, X) -> np.ndarray:
         check_is_fitted(self)
@@ -235,21 +284,33 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
 
     @float64
     def decision_function(self, X) -> np.ndarray:
-        """The posterior mean of theta(x) (positive for ``classes_[1]``); with ``posterior="laplace"`` the SVM output theta*(x)."""
+        """Two classes: the posterior mean of theta(x) (positive for ``classes_[1]``; with ``posterior="laplace"``
+        the SVM output theta*(x)). k >= 3 classes: (n_samples, k) coupled class log-probabilities ln P(c | x)."""
         X = self._inputs(X)
+        if self._one_vs_rest():
+            return np.log(self._coupled_proba(X))
         return self.posterior_.latent(X)[0]
 
     @float64
     def predict(self, X) -> np.ndarray:
+        if self._one_vs_rest():
+            return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
         theta = self.decision_function(X)
         return self.classes_[(theta >= 0).astype(int)]
 
     @float64
     def predict_proba(self, X) -> np.ndarray:
-        """(n_samples, 2) class probabilities by the ``probability`` method; >= 1/2 for the predicted class."""
+        """(n_samples, k) class probabilities by the ``probability`` method; two classes: >= 1/2 for the predicted
+        class; k >= 3: the one-vs-rest probabilities coupled by ``coupling`` (:mod:`bayesvm.coupling`)."""
         X = self._inputs(X)
+        if self._one_vs_rest():
+            return self._coupled_proba(X)
         p = self.posterior_.predict_proba(X, method=self.probability)
         return np.column_stack([1.0 - p, p])
+
+    def _coupled_proba(self, X) -> np.ndarray:
+        r = np.column_stack([posterior.predict_proba(X, method=self.probability) for posterior in self.posterior_])
+        return couple_one_vs_rest(r, self.coupling)
 
     @float64
     def predict_log_proba(self, X) -> np.ndarray:
@@ -257,8 +318,13 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
 
     @float64
     def error_bars(self, X) -> ErrorBars:
-        """The posterior mean of theta(x), its standard deviation sigma(x), and P(classes_[1]) at mean -+ sigma."""
+        """The posterior mean of theta(x), its standard deviation sigma(x), and P(classes_[1]) at mean -+ sigma.
+
+        k >= 3 classes: each field is (n_samples, k), column c for class ``classes_[c]`` against the rest."""
         X = self._inputs(X)
+        if self._one_vs_rest():
+            bars = [posterior.error_bars(X) for posterior in self.posterior_]
+            return ErrorBars(*(np.column_stack(column) for column in zip(*bars)))
         return self.posterior_.error_bars(X)
 
 

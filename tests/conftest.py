@@ -41,6 +41,19 @@ def pytest_configure(config):
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.1)
 
 
+#: scikit-learn checks that repeat a fast-tier check on read-only memory maps of the same data: each refits the
+#: estimator on the 300-point, 3-class blobs (about 25 s), so they run with the slow tier
+_SLOW_ESTIMATOR_CHECKS = ("check_classifiers_train(readonly_memmap",)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Mark the repeated estimator checks slow before ``-m 'not slow'`` deselects."""
+    for item in items:
+        if any(name in item.name for name in _SLOW_ESTIMATOR_CHECKS):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _release_compiled_programs():
     """Drop JAX's in-memory compiled programs when a test module is done (see the module docstring)."""

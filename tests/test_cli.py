@@ -51,6 +51,24 @@ def test_select_csv_prints_table_and_writes_json_and_plot(tmp_path, toy, capsys)
     assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_select_takes_three_classes_and_reports_each_problem(tmp_path, capsys):
+    """Three classes: one search over the summed evidence, each class's evidence against the rest in the report
+    and the JSON, and the summed ln P(D) equal to the per-class values' sum."""
+    rng = np.random.default_rng(5)
+    centres = np.array([[0.0, 2.0], [2.0, -1.0], [-2.0, -1.0]])
+    labels = np.repeat(np.array(["red", "green", "blue"]), 12)
+    X = centres[np.repeat(np.arange(3), 12)] + rng.normal(size=(36, 2))
+    data = write_csv(tmp_path / "three.csv", X, labels)
+    out_json = tmp_path / "three.json"
+    assert main(["select", str(data), "--target", "label", "--json", str(out_json), "-q"]) == 0
+    printed = capsys.readouterr().out
+    for text in ("summed over 3 one-vs-rest problems", "class red against the rest", "ln N(D) (shared"):
+        assert text in printed
+    evidence = json.loads(out_json.read_text())["evidence"]
+    assert evidence["classes"] == ["blue", "green", "red"]
+    assert sum(evidence["log_evidence_per_class"]) == pytest.approx(evidence["log_evidence"])
+
+
 def test_select_by_search_reports_the_work_and_the_checks(tmp_path, toy, capsys):
     X, y = toy
     data = write_csv(tmp_path / "toy.csv", X, y)
@@ -80,8 +98,8 @@ def test_select_by_search_reports_the_work_and_the_checks(tmp_path, toy, capsys)
         ("a,b,label\n1,two,x\n3,4,y\n", ["--target", "label"], "not numeric"),
         ("a,b,label\n1,nan,x\n3,4,y\n", ["--target", "label"], "missing, NaN"),
         ("a,b,label\n1,,x\n3,4,y\n", ["--target", "label"], "missing, NaN"),
-        ("a,b,label\n1,2,x\n3,4,x\n", ["--target", "label"], "1 class"),
-        ("a,b,label\n1,2,x\n3,4,y\n5,6,z\n", ["--target", "label"], "3 class"),
+        ("a,b,label\n1,2,x\n3,4,x\n", ["--target", "label"], "one class"),
+        ("a,b,label\n1,2,x\n3,4,y\n5,6,z\n", ["--target", "label", "--method", "grid"], "take two classes"),
         ("a,b,label\n1,2,x\n3,4,y\n", [], "--target COLUMN is required"),
         ("a,b,label\n1,2,x\n3,4,y\n", ["--target", "label", "--method", "grid", "--max-checks", "-1"], "max_checks must be an integer >= 0"),
     ],

@@ -30,7 +30,9 @@ EXPECTED_FAILED_CHECKS = {
 
 
 @parametrize_with_checks(
-    [BayesianSVC(**FIXED)],
+    # a small amplitude keeps ln N(D)'s tempered SMC cheap on the checks' 300-point, 3-class blobs (3.5 s per
+    # estimate against 21 s at amplitude 2 on the 2-core machine), so the checks stay in the fast tier
+    [BayesianSVC(C=1.0, amplitude=0.5, length_scale=1.0, offset=0.5)],
     expected_failed_checks=lambda estimator: EXPECTED_FAILED_CHECKS,
 )
 def test_sklearn_estimator_checks(estimator, check):
@@ -117,10 +119,8 @@ def test_pipeline_gridsearch_pickle_determinism(data):
     np.testing.assert_array_equal(again.fit(X, y).predict_proba(X), model.predict_proba(X))
 
 
-def test_multiclass_and_inconsistent_parameters_are_refused(data):
+def test_inconsistent_parameters_are_refused(data):
     X, _ = data
-    with pytest.raises(ValueError, match="Only binary classification is supported"):
-        BayesianSVC(**FIXED).fit(X, np.arange(60) % 3)
     with pytest.raises(ValueError, match="amplitude can only be fixed together with C"):
         BayesianSVC(amplitude=1.0).fit(X, np.arange(60) % 2)
     with pytest.raises(ValueError, match="probability"):

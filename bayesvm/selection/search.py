@@ -37,10 +37,10 @@ from scipy.optimize import minimize
 
 from .._json import finite_or_none
 from .._precision import float64
-from .._validation import check_labels
+from .._validation import one_vs_rest_labels
 from ..evidence.ep import EP_LOOPS
 from ..evidence.ep_gradient import EPSites, zero_sites
-from ..evidence.log_evidence import Evidence
+from ..evidence.log_evidence import Evidence, OneVsRestEvidence
 from ..hyperparameters import SearchSpace, kernel_hyperparameters_at, pairwise_distances, penalty_at
 from ..kernels import Kernel
 from ..normalization.path import ReweightedPath
@@ -146,11 +146,11 @@ class SearchResult:
 class _Objective:
     """-ln P(D) and its gradient over the free coordinates, with warm EP sites carried between calls."""
 
-    def __init__(self, X, y, template, space: SearchSpace, options: SearchOptions, prior: FullPrior | InducingPrior,
+    def __init__(self, X, Y, template, space: SearchSpace, options: SearchOptions, prior: FullPrior | InducingPrior,
                  path: ReweightedPath, progress=None, n_starts: int = 1):
-        self.X, self.y, self.template, self.space, self.options = X, y, template, space, options
+        self.X, self.Y, self.template, self.space, self.options = X, Y, template, space, options
         self.prior, self.path = prior, path
-        self.sites: EPSites = zero_sites(X.shape[0])
+        self.sites: list[EPSites] = self.cold_sites()
         self.steps: list[SearchStep] = []
         self.last = None
         self.start = 0
@@ -164,20 +164,24 @@ class _Objective:
         in_start = budget if finished else min(sum(s.start == self.start for s in self.steps), budget - 1)
         self.progress(self.start * budget + in_start, self.n_starts * budget)
 
+    def cold_sites(self) -> list[EPSites]:
+        """Zero sites for every problem."""
+        return [zero_sites(self.X.shape[0]) for _ in range(self.Y.shape[0])]
+
     def full(self, x_free) -> np.ndarray:
         x = self.space.lower.copy()
         x[self.space.free] = x_free
         return x
 
-    def naive(self, x: np.ndarray):
-        """EP's ln Q(D) at x: the loose loop from the warm sites, then each fallback from cold sites until one
-        converges; with the sweeps and factorisations of every attempt."""
+    def naive(self, x: np.ndarray, y, sites: EPSites):
+        """EP's ln Q(D) of the labels y at x: the loose loop from the warm sites, then each fallback from cold sites
+        until one converges; with the sweeps and factorisations of every attempt."""
         o = self.options
-        attempts = [(self.sites, o.ep_damping, o.ep_max_iter)]
+        attempts = [(sites, o.ep_damping, o.ep_max_iter)]
         attempts += [(zero_sites(self.X.shape[0]), damping, max_iter) for damping, max_iter in o.ep_fallbacks]
         sweeps = factorizations = 0
         for sites, damping, max_iter in attempts:
-            naive = self.prior.naive(jnp.asarray(x), self.X, self.y, self.template, sites, damping=damping,
+            naive = self.prior.naive(jnp.asarray(x), self.X, y, self.template, sites, damping=damping,
                                      max_iter=max_iter, tol=o.ep_tol, log_z_tol=o.ep_log_z_tol)
             sweeps += int(naive.n_iter)
             factorizations += int(naive.n_factorizations)
@@ -194,15 +198,24 @@ class _Objective:
 
     def evaluate(self, x: np.ndarray):
         started = time.perf_counter()
-        naive, sweeps, factorizations = self.naive(x)
-        feasible = bool(naive.converged)
+        naives, sweeps, factorizations = [], 0, 0
+        for y, sites in zip(self.Y, self.sites):
+            naive, problem_sweeps, problem_factorizations = self.naive(x, y, sites)
+            naives.append(naive)
+            sweeps += problem_sweeps
+            factorizations += problem_factorizations
+            if not bool(naive.converged):
+                break
+        feasible = all(bool(naive.converged) for naive in naives)
+        log_naive = float(sum(float(naive.value) for naive in naives))
         # ln N(D) only where ln Q(D) is usable: an anchor far outside the useful region can cost seconds
         norm = self.path.estimate(x) if feasible else None
         # a path estimate resting on disagreeing SMC runs is biased low (the evidence high): not usable
         feasible = feasible and norm.resolved and norm.runs_agree and np.isfinite(norm.value)
+        k = self.Y.shape[0]  # the problems share ln N(D), which depends on the inputs only
         self.steps.append(SearchStep(
-            start=self.start, x=x, log_evidence=float(naive.value) - norm.value if feasible else -np.inf,
-            log_naive=float(naive.value), log_normalization=norm.value if norm else np.nan,
+            start=self.start, x=x, log_evidence=log_naive - k * norm.value if feasible else -np.inf,
+            log_naive=log_naive, log_normalization=norm.value if norm else np.nan,
             log_normalization_se=norm.se if norm else np.nan, ess=norm.ess if norm else 0.0,
             ep_sweeps=sweeps, factorizations=factorizations + _path_factorizations(norm),
             anchored=bool(norm and norm.anchored), seconds=time.perf_counter() - started,
@@ -211,8 +224,8 @@ class _Objective:
         if not feasible:
             # outside what EP or float64 resolves: a large value sends the line search back
             return _INFEASIBLE, np.zeros(int(self.space.free.sum()))
-        self.sites = naive.sites
-        gradient = np.asarray(naive.gradient) - norm.gradient
+        self.sites = [naive.sites for naive in naives]
+        gradient = sum(np.asarray(naive.gradient) for naive in naives) - k * norm.gradient
         # per training point: gradients of order one, so L-BFGS-B's first (identity-Hessian) step stays local
         n = self.X.shape[0]
         return -self.steps[-1].log_evidence / n, -gradient[self.space.free] / n
@@ -254,7 +267,9 @@ def maximize_evidence(
 ) -> SearchResult:
     """Climb ln P(D) from each start with L-BFGS-B; return the best end point (module docstring).
 
-    X, y: training inputs and labels in {-1, +1}; template: the kernel family;
+    X, y: training inputs and labels in {-1, +1}, (n,), or (k, n) for k binary problems on the same inputs that
+    share the hyperparameters (their summed evidence sum_c ln Q(D_c) - k ln N(D) is climbed, with one ln N(D)
+    path); template: the kernel family;
     space: the bounds (fixed coordinates have equal bounds); starts: (k, 4)
     starting coordinates; prior: the full prior or a low-rank one
     (:mod:`bayesvm.selection.search_priors`); progress: called as ``progress(done, total)``
@@ -262,15 +277,15 @@ def maximize_evidence(
     """
     started = time.perf_counter()
     X = jnp.asarray(X, dtype=jnp.float64)
-    y = jnp.asarray(y, dtype=jnp.float64)
+    Y = jnp.atleast_2d(jnp.asarray(y, dtype=jnp.float64))
     path = prior.normalization_path(X, template, key=random_state, annealing=dict(options.annealing))
     starts = np.atleast_2d(starts)
-    objective = _Objective(X, y, template, space, options, prior, path, progress, len(starts))
+    objective = _Objective(X, Y, template, space, options, prior, path, progress, len(starts))
     free = space.free
     messages = []
     for i, start in enumerate(starts):
         objective.start = i
-        objective.sites = zero_sites(X.shape[0])
+        objective.sites = objective.cold_sites()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # the anchors' own SMC warnings are summarised below
             x0, moved = _feasible_start(objective, space, start, options.max_screen)
@@ -320,7 +335,7 @@ def _feasible_start(objective: _Objective, space: SearchSpace, start, max_screen
     with the number of candidates tried beyond the start."""
     free = space.free
     for tried, x in enumerate([space.clip(start), *screen_candidates(space, start, max_screen)]):
-        objective.sites = zero_sites(objective.X.shape[0])
+        objective.sites = objective.cold_sites()
         value, _ = objective(x[free])
         if value < _INFEASIBLE:
             return x, tried
@@ -361,7 +376,9 @@ class SearchSelection:
     best: C, amplitude, offset, C_k0, offset_ratio and the shape parameter by
     name; best_value, best_se: ln P(D) at them by the reference estimators
     (EP at full tolerance, a fresh tempered-SMC ln N(D)); best_kernel; evidence:
-    the full :class:`~bayesvm.evidence.log_evidence.Evidence`; report: the tests at the
+    the full :class:`~bayesvm.evidence.log_evidence.Evidence`, or for k >= 3 classes the
+    :class:`~bayesvm.evidence.log_evidence.OneVsRestEvidence` of the k one-vs-rest problems (ln P(D) is then
+    their sum); report: the tests at the
     point (:class:`~bayesvm.selection.trust.TrustReport`); search: the record of every
     evaluation; seconds: wall time per phase ("search", "check").
     """
@@ -372,7 +389,7 @@ class SearchSelection:
     best_value: float
     best_se: float
     best_kernel: Kernel
-    evidence: Evidence
+    evidence: Evidence | OneVsRestEvidence
     report: TrustReport
     search: SearchResult
     seconds: dict
@@ -389,13 +406,23 @@ class SearchSelection:
         return {
             "method": self.method, "kernel": self.kernel_name, "best": {k: float(v) for k, v in self.best.items()},
             "log_evidence": self.best_value, "log_evidence_se": self.best_se,
-            "log_naive_evidence": self.evidence.naive, "log_normalization": self.evidence.log_normalization,
+            **_evidence_terms(self.evidence),
             "checks": {k: (bool(v) if isinstance(v, (bool, np.bool_)) else float(v))
                        for k, v in self.report._asdict().items()},
             "work": self.summary_counts(),
             "path": [{"start": s.start, "x": s.x.tolist(), "log_evidence": finite_or_none(s.log_evidence)}
                      for s in self.search.steps],
         }
+
+
+def _evidence_terms(evidence: Evidence | OneVsRestEvidence) -> dict:
+    """ln Q(D) and ln N(D) for a JSON record; per class (the one shared ln N(D) once) for k one-vs-rest problems."""
+    if isinstance(evidence, Evidence):
+        return {"log_naive_evidence": evidence.naive, "log_normalization": evidence.log_normalization}
+    return {"classes": evidence.classes.tolist(),
+            "log_naive_evidence": [problem.naive for problem in evidence.problems],
+            "log_evidence_per_class": [problem.total for problem in evidence.problems],
+            "log_normalization": evidence.problems[0].log_normalization}
 
 
 def hyperparameter_dict(C: float, kernel: Kernel) -> dict:
@@ -413,11 +440,13 @@ def select_by_search(X, y, template: Kernel, *, space: SearchSpace, starts: np.n
                      random_state: int = 0, progress=None) -> SearchSelection:
     """Search, then re-evaluate the starts' end points best first until one passes the tests of :mod:`bayesvm.selection.trust`.
 
-    X, y: the training inputs and their two-valued labels (as the user gave them).
-    If none passes, the best is returned with warnings that say which test failed.
+    X, y: the training inputs and their labels (as the user gave them). Two classes are one binary problem; k >= 3
+    classes are k one-vs-rest problems that share the hyperparameters, chosen by their summed evidence
+    (:func:`maximize_evidence`; theory: "More than two classes"). If none passes, the best is returned with
+    warnings that say which test failed.
     """
-    y_pm, _ = check_labels(y, X.shape[0])
-    search = maximize_evidence(X, y_pm, template, space=space, starts=starts, options=options, prior=prior,
+    Y, _ = one_vs_rest_labels(y, X.shape[0])
+    search = maximize_evidence(X, Y, template, space=space, starts=starts, options=options, prior=prior,
                                random_state=random_state, progress=progress)
     started = time.perf_counter()
     for i, message in enumerate(search.messages):

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._precision import float64
-from .._validation import check_inputs, check_labels
+from .._validation import check_inputs, one_vs_rest_labels
 from ..evidence.approximations import NAIVE_ESTIMATORS
 from .cross_validation import select_by_cv
 from .grid import kernel_template, resolve_grid
@@ -90,7 +90,9 @@ def select_hyperparameters(
 
     Parameters
     ----------
-    X, y : training inputs and two-valued labels.
+    X, y : training inputs and labels: two classes, or with ``method="search"`` k >= 3 classes, read as k
+        one-vs-rest problems whose shared hyperparameters maximise the summed evidence (theory: "More than
+        two classes").
     kernel : family name (``"rbf"``, ``"exponential"``, ``"polynomial"``,
         ``"linear"``) or a kernel whose static settings (e.g. polynomial
         degree) are kept; its continuous hyperparameters are selected.
@@ -117,7 +119,7 @@ def select_hyperparameters(
     progress : called as ``progress(done, total)`` as the work proceeds.
     """
     X = check_inputs(X)
-    y_pm, classes = check_labels(y, X.shape[0])
+    Y, classes = one_vs_rest_labels(y, X.shape[0])
     template = kernel_template(kernel)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
@@ -132,6 +134,10 @@ def select_hyperparameters(
                                 random_state=random_state, progress=progress)
     if inducing not in (None, "auto"):
         raise ValueError(f"inducing inputs are used by method='search' only; got method={method!r}")
+    if classes.size > 2:
+        raise ValueError(f"method={method!r} takes two classes; y has {classes.size}. method='search' takes k "
+                         "classes (one-vs-rest problems with shared hyperparameters)")
+    y_pm = Y[0]
     grid = resolve_grid(grid, X, template)
     problem = GridProblem(
         X=X, y=jnp.asarray(y_pm), template=template, approximation=estimators.approximation,

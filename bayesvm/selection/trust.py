@@ -25,7 +25,7 @@ from __future__ import annotations
 import warnings
 from typing import NamedTuple
 
-from ..evidence.log_evidence import Evidence, log_evidence
+from ..evidence.log_evidence import Evidence, OneVsRestEvidence, log_evidence_one_vs_rest
 from ..kernels import Kernel
 
 __all__ = ["NORMALIZATION_TOLERANCE", "TrustReport", "check_point", "warn_untrusted"]
@@ -57,23 +57,26 @@ class TrustReport(NamedTuple):
 
 
 def check_point(X, y, C: float, kernel: Kernel, search_log_normalization: float,
-                *, random_state=0, inducing=None) -> tuple[Evidence, TrustReport]:
+                *, random_state=0, inducing=None) -> tuple[Evidence | OneVsRestEvidence, TrustReport]:
     """The evidence at (C, kernel) by :func:`bayesvm.log_evidence`'s defaults, and the tests of the module docstring.
 
     The same call a fixed-hyperparameter :class:`~bayesvm.BayesianSVC` makes, so
     a selected and a fixed estimator report the same estimator at the same point;
-    ``inducing`` as in :func:`bayesvm.log_evidence` (the low-rank prior).
+    ``inducing`` as in :func:`bayesvm.log_evidence` (the low-rank prior). Labels of
+    two classes give an :class:`Evidence`; of k >= 3 classes, the
+    :class:`OneVsRestEvidence` of the k one-vs-rest problems, whose ln Q(D) must all converge.
     """
     with warnings.catch_warnings():  # failures are reported by the report, once
         warnings.simplefilter("ignore", RuntimeWarning)
-        evidence = log_evidence(X, y, C=C, kernel=kernel, random_state=random_state, inducing=inducing)
-    runs_agree = evidence.normalization_trusted
-    agrees = abs(search_log_normalization - evidence.log_normalization) <= max(
-        NORMALIZATION_TOLERANCE, 3.0 * evidence.log_normalization_se
+        evidence = log_evidence_one_vs_rest(X, y, C=C, kernel=kernel, random_state=random_state, inducing=inducing)
+    shared = evidence.problems[0]  # ln N(D) is one estimate for every problem
+    agrees = abs(search_log_normalization - shared.log_normalization) <= max(
+        NORMALIZATION_TOLERANCE, 3.0 * shared.log_normalization_se
     )
-    report = TrustReport(float(search_log_normalization), evidence.log_normalization, evidence.log_normalization_se,
-                         bool(runs_agree), bool(agrees), evidence.naive_converged)
-    return evidence, report
+    report = TrustReport(float(search_log_normalization), shared.log_normalization, shared.log_normalization_se,
+                         bool(shared.normalization_trusted), bool(agrees),
+                         all(problem.naive_converged for problem in evidence.problems))
+    return (shared if len(evidence.problems) == 1 else evidence), report
 
 
 def warn_untrusted(report: TrustReport, C: float, amplitude: float) -> None:
