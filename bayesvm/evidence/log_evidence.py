@@ -313,7 +313,7 @@ def _low_rank_log_evidence(X, y, C, kernel, inducing, random_state) -> Evidence:
     """:func:`log_evidence` on the FITC low-rank prior through the inducing inputs (its ``inducing`` parameter)."""
     X = check_inputs(X)
     y_pm, _ = check_labels(y, X.shape[0])
-    kernel = RBF() if kernel is None else check_kernel(kernel)
+    kernel = RBF() if kernel is None else check_kernel(kernel, X.shape[1])
     C = check_positive(C, "C")
     if isinstance(inducing, (int, np.integer)) and not isinstance(inducing, bool):
         Z = inducing_inputs(X, int(inducing), random_state=random_state)
