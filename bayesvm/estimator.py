@@ -42,7 +42,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._precision import float64
 from .evidence.log_evidence import log_evidence
-from .hyperparameters import COORDINATES, kernel_hyperparameters_at
+from .hyperparameters import coordinate_names, kernel_hyperparameters_at
 from .kernels import make_kernel
 from .posterior import APPROXIMATIONS as POSTERIORS
 from .posterior import PROBABILITY_METHODS, ErrorBars, Posterior
@@ -80,12 +80,15 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         points, a low-rank prior through 200 k-means inducing inputs above),
         None (always the full prior) or a number of inducing inputs (module docstring).
     random_state : int seed of the tempered-SMC estimates of ln N(D) and of the k-means inducing inputs.
+    ard : one length scale per feature, selected by the evidence; rbf and exponential kernels only
+        (``length_scale`` must then be None; ``length_scale_`` is an array of one length scale per feature).
 
     Attributes
     ----------
     classes_, n_features_in_ : as in scikit-learn.
     C_, amplitude_, offset_, length_scale_ : the hyperparameters used
-        (``length_scale_`` is None for kernels without a shape parameter), ``kernel_`` the kernel.
+        (``length_scale_`` is None for kernels without a shape parameter, an (n_features,) array with ``ard=True``),
+        ``kernel_`` the kernel.
     log_evidence_, log_evidence_se_ : ln P(D) and its standard error at them;
         ``evidence_`` the full :class:`~bayesvm.evidence.log_evidence.Evidence` (terms, ln N(D), ...).
     selection_ : the :class:`~bayesvm.selection.search.SearchSelection`, or None when nothing was selected.
@@ -107,10 +110,11 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         "probability": [StrOptions(set(PROBABILITY_METHODS))],
         "n_inducing": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
+        "ard": ["boolean"],
     }
 
     def __init__(self, kernel="rbf", C=None, amplitude=None, length_scale=None, offset=None, posterior="ep",
-                 probability="averaged", n_inducing="auto", random_state=0):
+                 probability="averaged", n_inducing="auto", random_state=0, ard=False):
         self.kernel = kernel
         self.C = C
         self.amplitude = amplitude
@@ -120,6 +124,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self.probability = probability
         self.n_inducing = n_inducing
         self.random_state = random_state
+        self.ard = ard
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -142,6 +147,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             )
         self.classes_ = np.unique(y)
         template = make_kernel(self.kernel)
+        if self.ard:
+            template = self._ard_template(template, X.shape[1])
         shape_name = template.shape_parameter
         fixed = self._fixed(shape_name)
         seed = self._seed()
@@ -168,6 +175,15 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             return int(self.random_state)
         return int(check_random_state(self.random_state).randint(2**31 - 1))
 
+    def _ard_template(self, template, n_features: int):
+        """The template with one length scale per feature (``ard=True``)."""
+        if template.shape_parameter != "length_scale":
+            raise ValueError(f"ard=True selects one length scale per feature: it needs the 'rbf' or 'exponential' "
+                             f"kernel; got kernel={self.kernel!r}")
+        if self.length_scale is not None:
+            raise ValueError("ard=True selects every feature's length scale; leave length_scale None")
+        return template.replace(length_scale=np.ones(n_features))
+
     def _fixed(self, shape_name) -> dict:
         """The fixed hyperparameters, in the selection's names (C, C_k0, offset_ratio, the shape parameter)."""
         if self.offset is not None and self.amplitude is None:
@@ -193,7 +209,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
 
         ``theta`` = (ln C, ln amplitude, ln(offset / amplitude), ln shape) as in
         :data:`bayesvm.hyperparameters.COORDINATES` (the shape entry is ignored
-        for the linear kernel); the estimators are :func:`bayesvm.log_evidence`'s
+        for the linear kernel; with ``ard=True`` one ln length scale per feature
+        in its place, :func:`bayesvm.hyperparameters.coordinate_names`); the estimators are :func:`bayesvm.log_evidence`'s
         defaults, with the fitted estimator's seed. Like scikit-learn's
         ``GaussianProcessClassifier.log_marginal_likelihood``.
         """
@@ -201,8 +218,9 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         if theta is None:
             return self.log_evidence_
         theta = np.asarray(theta, dtype=np.float64)
-        if theta.shape != (4,) or not np.all(np.isfinite(theta)):
-            raise ValueError(f"theta must be 4 finite log hyperparameters {COORDINATES}; got {theta.tolist()}")
+        names = coordinate_names(self.kernel_)
+        if theta.shape != (len(names),) or not np.all(np.isfinite(theta)):
+            raise ValueError(f"theta must be {len(names)} finite log hyperparameters {names}; got {theta.tolist()}")
         kernel = self.kernel_.replace(**kernel_hyperparameters_at(self.kernel_, theta))
         X, y = self._training
         return float(log_evidence(X, y, C=float(np.exp(theta[0])), kernel=kernel, random_state=self._seed(),
@@ -225,7 +243,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self.C_ = float(C)
         self.amplitude_ = float(kernel.amplitude)
         self.offset_ = float(kernel.offset)
-        self.length_scale_ = float(getattr(kernel, shape_name)) if shape_name is not None else None
+        shape = None if shape_name is None else np.asarray(getattr(kernel, shape_name), dtype=np.float64)
+        self.length_scale_ = shape if shape is None or self.ard else float(shape)
         self.log_evidence_ = float(self.evidence_.total)
         self.log_evidence_se_ = float(self.evidence_.total_se)
 
@@ -264,5 +283,5 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
 
 def _with_float_hyperparameters(kernel):
     """The kernel with its continuous hyperparameters as Python floats (the predictor holds JAX scalars)."""
-    return kernel.replace(**{name: float(value) for name, value in kernel.hyperparameters.items()
-                             if not isinstance(value, (int, str))})
+    return kernel.replace(**{name: float(value) if np.ndim(value) == 0 else np.asarray(value, dtype=np.float64)
+                             for name, value in kernel.hyperparameters.items() if not isinstance(value, (int, str))})
