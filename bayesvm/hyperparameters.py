@@ -52,6 +52,7 @@ __all__ = [
     "max_amplitude",
     "pairwise_distances",
     "feature_length_scale_bounds",
+    "feature_pairwise_distances",
 ]
 
 #: the search coordinates, in vector order (one shape parameter; :func:`coordinate_names` for per-feature length scales)
@@ -220,9 +221,13 @@ def feature_length_scale_bounds(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """
     d = X.shape[1]
     lower, upper = np.zeros(d), np.zeros(d)
-    for j in range(d):
-        distances = pairwise_distances(X[:, j:j + 1])
+    for j, distances in enumerate(feature_pairwise_distances(X)):
         if distances.size:
             lo, hi = np.quantile(distances, [0.05, 0.95])
             lower[j], upper[j] = np.log(0.2 * lo), np.log(3.0 * np.sqrt(d) * hi)
     return lower, upper
+
+
+def feature_pairwise_distances(X: np.ndarray, max_points: int = 500) -> list[np.ndarray]:
+    """For each feature j, the distinct non-zero |x_j - x'_j| (:func:`pairwise_distances` of that column alone)."""
+    return [pairwise_distances(X[:, j:j + 1], max_points) for j in range(X.shape[1])]

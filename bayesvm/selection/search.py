@@ -43,6 +43,7 @@ from ..evidence.ep import EP_LOOPS
 from ..evidence.ep_gradient import EPSites, zero_sites
 from ..evidence.log_evidence import Evidence
 from ..hyperparameters import SearchSpace, kernel_hyperparameters_at, pairwise_distances, penalty_at
+from ..hyperparameters import feature_pairwise_distances
 from ..kernels import Kernel, is_ard
 from ..normalization.path import ReweightedPath
 from .search_priors import FullPrior, InducingPrior
@@ -239,9 +240,9 @@ def default_starts(space: SearchSpace, X: np.ndarray, template: Kernel) -> np.nd
         mid_shape = np.log(feature_length_scale_starts(X))
     elif template.shape_parameter == "length_scale":
         mid_shape = np.log(np.median(pairwise_distances(X, max_points=300)))
-    starts = np.array([np.concatenate([[0.0, np.log(10.0), 0.0], np.broadcast_to(mid_shape, space.lower[3:].shape)]),
-                       np.concatenate([[0.0, np.log(100.0), 0.0],
-                                       np.broadcast_to(mid_shape - np.log(2.0), space.lower[3:].shape)])])
+    shape = np.broadcast_to(mid_shape, space.lower[3:].shape)
+    starts = np.array([np.concatenate([[0.0, np.log(10.0), 0.0], shape]),
+                       np.concatenate([[0.0, np.log(100.0), 0.0], shape - np.log(2.0)])])
     return np.array([space.clip(np.where(space.free, s, space.lower)) for s in starts])
 
 
@@ -254,13 +255,9 @@ def feature_length_scale_starts(X: np.ndarray) -> np.ndarray:
     at (nearly) the isotropic search's start kernel with each feature
     rescaled to a common spread.
     """
-    d = X.shape[1]
-    medians = np.ones(d)
-    for j in range(d):
-        distances = pairwise_distances(X[:, j:j + 1], max_points=300)
-        if distances.size:
-            medians[j] = np.median(distances)
-    return np.sqrt(d) * medians
+    medians = [np.median(distances) if distances.size else 1.0
+               for distances in feature_pairwise_distances(X, max_points=300)]
+    return np.sqrt(X.shape[1]) * np.array(medians)
 
 
 @float64
