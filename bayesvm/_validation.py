@@ -130,10 +130,10 @@ def check_count(value, name: str, minimum: int = 1) -> int:
     return int(value)
 
 
-def check_kernel(kernel) -> Kernel:
-    """A kernel instance with hyperparameters in range."""
+def check_kernel(kernel, n_features: int | None = None) -> Kernel:
+    """A kernel instance with hyperparameters in range (per-feature length scales: one per feature of the inputs)."""
     if not isinstance(kernel, Kernel):
         raise ValueError(
             f"kernel must be a bayesvm kernel (RBF, Exponential, Polynomial, Linear); got {type(kernel).__name__}"
         )
-    return kernel.check()
+    return kernel.check(n_features)

@@ -44,7 +44,7 @@ from ._precision import float64
 from ._validation import one_vs_rest_labels
 from .coupling import COUPLINGS, couple_one_vs_rest
 from .evidence.log_evidence import OneVsRestEvidence, log_evidence_one_vs_rest
-from .hyperparameters import COORDINATES, kernel_hyperparameters_at
+from .hyperparameters import coordinate_names, kernel_hyperparameters_at
 from .kernels import make_kernel
 from .posterior import APPROXIMATIONS as POSTERIORS
 from .posterior import PROBABILITY_METHODS, ErrorBars, Posterior
@@ -95,13 +95,16 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     coupling : k >= 3 classes only: how the one-vs-rest probabilities become one
         distribution (:mod:`bayesvm.coupling`): ``"kl"`` (default, Zadrozny 2001),
         ``"normalize"`` or ``"odds"``.
+    ard : one length scale per feature, selected by the evidence; rbf and exponential kernels only
+        (``length_scale`` must then be None; ``length_scale_`` is an array of one length scale per feature).
 
     Attributes
     ----------
     classes_, n_features_in_ : as in scikit-learn.
     C_, amplitude_, offset_, length_scale_ : the hyperparameters used
-        (``length_scale_`` is None for kernels without a shape parameter), ``kernel_`` the kernel;
-        with ``multiclass="per_class"`` and k >= 3 classes, arrays of shape (k,) and a tuple of k kernels.
+        (``length_scale_`` is None for kernels without a shape parameter, an (n_features,) array with ``ard=True``),
+        ``kernel_`` the kernel; with ``multiclass="per_class"`` and k >= 3 classes, arrays with one entry
+        (row) per class and a tuple of k kernels.
     log_evidence_, log_evidence_se_ : ln P(D) and its standard error at them (k >= 3 classes: summed over
         the one-vs-rest problems); ``evidence_`` the full :class:`~bayesvm.evidence.log_evidence.Evidence`
         (terms, ln N(D), ...), for k >= 3 classes a
@@ -129,10 +132,12 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         "random_state": ["random_state"],
         "multiclass": [StrOptions({"shared", "per_class"})],
         "coupling": [StrOptions(set(COUPLINGS))],
+        "ard": ["boolean"],
     }
 
     def __init__(self, kernel="rbf", C=None, amplitude=None, length_scale=None, offset=None, posterior="ep",
-                 probability="averaged", n_inducing="auto", random_state=0, multiclass="shared", coupling="kl"):
+                 probability="averaged", n_inducing="auto", random_state=0, multiclass="shared", coupling="kl",
+                 ard=False):
         self.kernel = kernel
         self.C = C
         self.amplitude = amplitude
@@ -144,6 +149,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.multiclass = multiclass
         self.coupling = coupling
+        self.ard = ard
 
     @float64
     @_fit_context(prefer_skip_nested_validation=True)
@@ -152,7 +158,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         _, self.classes_ = one_vs_rest_labels(y, X.shape[0])
-        template = make_kernel(self.kernel)
+        template = self._template(X.shape[1])
         shape_name = template.shape_parameter
         fixed = self._fixed(shape_name)
         seed = self._seed()
@@ -194,6 +200,18 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             return int(self.random_state)
         return int(check_random_state(self.random_state).randint(2**31 - 1))
 
+    def _template(self, n_features: int):
+        """The kernel family, with one length scale per feature when ``ard=True``."""
+        template = make_kernel(self.kernel)
+        if not self.ard:
+            return template
+        if template.shape_parameter != "length_scale":
+            raise ValueError(f"ard=True selects one length scale per feature: it needs the 'rbf' or 'exponential' "
+                             f"kernel; got kernel={self.kernel!r}")
+        if self.length_scale is not None:
+            raise ValueError("ard=True selects every feature's length scale; leave length_scale None")
+        return template.replace(length_scale=np.ones(n_features))
+
     def _fixed(self, shape_name) -> dict:
         """The fixed hyperparameters, in the selection's names (C, C_k0, offset_ratio, the shape parameter)."""
         if self.offset is not None and self.amplitude is None:
@@ -219,8 +237,9 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
 
         ``theta`` = (ln C, ln amplitude, ln(offset / amplitude), ln shape) as in
         :data:`bayesvm.hyperparameters.COORDINATES` (the shape entry is ignored
-        for the linear kernel); the estimators are :func:`bayesvm.log_evidence`'s
-        defaults, with the fitted estimator's seed; k >= 3 classes: the summed
+        for the linear kernel; with ``ard=True`` one ln length scale per feature
+        in its place, :func:`bayesvm.hyperparameters.coordinate_names`); the estimators are
+        :func:`bayesvm.log_evidence`'s defaults, with the fitted estimator's seed; k >= 3 classes: the summed
         evidence of the one-vs-rest problems at the same ``theta``
         (:func:`bayesvm.evidence.log_evidence.log_evidence_one_vs_rest`). Like scikit-learn's
         ``GaussianProcessClassifier.log_marginal_likelihood``.
@@ -229,9 +248,10 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         if theta is None:
             return self.log_evidence_
         theta = np.asarray(theta, dtype=np.float64)
-        if theta.shape != (4,) or not np.all(np.isfinite(theta)):
-            raise ValueError(f"theta must be 4 finite log hyperparameters {COORDINATES}; got {theta.tolist()}")
-        template = make_kernel(self.kernel)
+        template = self._template(self.n_features_in_)
+        names = coordinate_names(template)
+        if theta.shape != (len(names),) or not np.all(np.isfinite(theta)):
+            raise ValueError(f"theta must be {len(names)} finite log hyperparameters {names}; got {theta.tolist()}")
         kernel = template.replace(**kernel_hyperparameters_at(template, theta))
         X, y = self._training
         return log_evidence_one_vs_rest(X, y, C=float(np.exp(theta[0])), kernel=kernel, random_state=self._seed(),
@@ -264,13 +284,14 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         per_class = isinstance(self.evidence_, OneVsRestEvidence) and not self.evidence_.shared_normalization
         self.kernel_ = tuple(kernels) if per_class else kernels[0]
 
-        def value(values):  # one float, or one per class where each class chose its own
+        def value(values):  # one value, or one per class where each class chose its own
             return np.array(values) if per_class else values[0]
 
         self.C_ = value(penalties)
         self.amplitude_ = value([float(kernel.amplitude) for kernel in kernels])
         self.offset_ = value([float(kernel.offset) for kernel in kernels])
-        self.length_scale_ = None if shape_name is None else value([float(getattr(k, shape_name)) for k in kernels])
+        shapes = [] if shape_name is None else [np.asarray(getattr(k, shape_name), dtype=np.float64) for k in kernels]
+        self.length_scale_ = None if shape_name is None else value(shapes if self.ard else [float(v) for v in shapes])
         self.log_evidence_ = float(self.evidence_.total)
         self.log_evidence_se_ = float(self.evidence_.total_se)
 
@@ -330,5 +351,5 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
 
 def _with_float_hyperparameters(kernel):
     """The kernel with its continuous hyperparameters as Python floats (the predictor holds JAX scalars)."""
-    return kernel.replace(**{name: float(value) for name, value in kernel.hyperparameters.items()
-                             if not isinstance(value, (int, str))})
+    return kernel.replace(**{name: float(value) if np.ndim(value) == 0 else np.asarray(value, dtype=np.float64)
+                             for name, value in kernel.hyperparameters.items() if not isinstance(value, (int, str))})

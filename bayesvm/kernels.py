@@ -14,6 +14,12 @@ Kernels are frozen dataclasses registered as JAX pytrees: their continuous
 hyperparameters are array leaves, so a kernel whose leaves are arrays of
 shape ``(B,)`` is a batch of ``B`` kernels and works under ``jax.vmap``.
 Discrete settings (the polynomial degree) are static metadata.
+
+The RBF and exponential kernels take either one length scale or one per
+feature (automatic relevance determination, ARD): ``length_scale`` of shape
+``(d,)`` for inputs with d features measures distances as |(x - x') / l|
+with the division feature by feature (:func:`scaled_squared_distances`). A
+batch of B such kernels has ``length_scale`` of shape ``(B, d)``.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ __all__ = [
     "Linear",
     "make_kernel",
     "gram_matrix",
+    "is_ard",
     "KERNELS",
 ]
 
@@ -55,6 +62,44 @@ def squared_distances(X1: Array, X2: Array) -> Array:
     B = X2 - centre
     d2 = jnp.sum(A * A, axis=1)[:, None] + jnp.sum(B * B, axis=1)[None, :] - 2.0 * A @ B.T
     return jnp.maximum(d2, 0.0)
+
+
+def check_length_scale_features(length_scale, n_features: int, owner: str = "length_scale") -> None:
+    """Raise ``ValueError`` unless ``length_scale`` is a scalar or has one entry per feature (shapes only)."""
+    shape = np.shape(length_scale)
+    if len(shape) == 1 and shape[0] != n_features:
+        raise ValueError(
+            f"{owner} has {shape[0]} entries but the inputs have {n_features} features; pass one length scale "
+            f"(a scalar, the same for every feature) or an array of {n_features} (one per feature)"
+        )
+
+
+@float64
+def scaled_squared_distances(X1: Array, X2: Array, length_scale) -> Array:
+    """|(x - x') / l|^2 for every pair of rows: sum_j (x_j - x'_j)^2 / l_j^2.
+
+    ``length_scale``: a scalar l (then |x - x'|^2 / l^2) or an array of one
+    l_j per feature (the inputs are divided by l feature by feature, then
+    :func:`squared_distances`).
+    """
+    if jnp.ndim(length_scale) == 0:
+        return squared_distances(X1, X2) / length_scale**2
+    check_length_scale_features(length_scale, X1.shape[-1])
+    return squared_distances(X1 / length_scale, X2 / length_scale)
+
+
+@float64
+def scaled_distances(X1: Array, X2: Array, length_scale) -> Array:
+    """|(x - x') / l| for every pair of rows (see :func:`scaled_squared_distances`).
+
+    With one l per feature the root is taken as 0 where the squared distance
+    is 0, so that its derivative in l stays finite there (it is 0 for every l).
+    """
+    if jnp.ndim(length_scale) == 0:
+        return jnp.sqrt(squared_distances(X1, X2)) / length_scale
+    d2 = scaled_squared_distances(X1, X2, length_scale)
+    positive = d2 > 0.0
+    return jnp.where(positive, jnp.sqrt(jnp.where(positive, d2, 1.0)), 0.0)
 
 
 @dataclass(frozen=True)
@@ -97,6 +142,13 @@ class Kernel:
         """``K(x, x)`` for each row of ``X``."""
         return self.amplitude * self.base_diag(jnp.asarray(X)) + self.offset
 
+    def __post_init__(self):
+        # a list or tuple of per-feature length scales would be a pytree node of Python floats: one array leaf
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, (list, tuple)):
+                object.__setattr__(self, f.name, np.asarray(value, dtype=np.float64))
+
     def replace(self, **changes) -> "Kernel":
         """A copy with some hyperparameters changed."""
         return dataclasses.replace(self, **changes)
@@ -106,11 +158,13 @@ class Kernel:
         """The kernel's hyperparameters by name (continuous and static)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
-    def check(self) -> "Kernel":
+    def check(self, n_features: int | None = None) -> "Kernel":
         """Raise ``ValueError`` for hyperparameters outside their range.
 
         Only concrete values are checked (a kernel inside ``jit`` is passed
-        through unchanged). Returns ``self`` so it can be chained.
+        through unchanged). ``n_features``: the number of features of the
+        inputs the kernel will meet; an array of per-feature length scales
+        must have that many entries. Returns ``self`` so it can be chained.
         """
         ranges = {name: "> 0" for name in ("amplitude", *self._positive)}
         ranges["offset"] = ">= 0"
@@ -118,12 +172,18 @@ class Kernel:
             value = getattr(self, name)
             if isinstance(value, jax.core.Tracer):
                 continue
-            value = np.asarray(value, dtype=float)
+            try:
+                value = np.asarray(value, dtype=float)
+            except (TypeError, ValueError):
+                raise ValueError(f"{type(self).__name__}.{name} must be a number or an array of numbers; "
+                                 f"got {value!r}") from None
             bad = ~np.isfinite(value) | ((value <= 0) if rule == "> 0" else (value < 0))
-            if np.any(bad):
+            if np.any(bad) or value.size == 0:
                 raise ValueError(
                     f"{type(self).__name__}.{name} must be finite and {rule}; got {value.tolist()}"
                 )
+        if n_features is not None and self.shape_parameter == "length_scale":
+            check_length_scale_features(self.length_scale, n_features, f"{type(self).__name__}.length_scale")
         return self
 
 
@@ -135,7 +195,11 @@ def _register(cls, data_fields, meta_fields=()):
 
 
 class RBF(Kernel):
-    """Squared-exponential kernel, base = exp(-|x - x'|^2 / (2 length_scale^2))."""
+    """Squared-exponential kernel, base = exp(-|(x - x') / l|^2 / 2) with l = ``length_scale``.
+
+    ``length_scale``: one l for every feature, or an array of one l_j per
+    feature (ARD), |(x - x') / l|^2 = sum_j (x_j - x'_j)^2 / l_j^2.
+    """
 
     length_scale: float | Array = 1.0
     amplitude: float | Array = 1.0
@@ -145,14 +209,14 @@ class RBF(Kernel):
     shape_parameter: ClassVar[str | None] = "length_scale"
 
     def base(self, X1, X2):
-        return jnp.exp(-0.5 * squared_distances(X1, X2) / self.length_scale**2)
+        return jnp.exp(-0.5 * scaled_squared_distances(X1, X2, self.length_scale))
 
     def base_diag(self, X):
         return jnp.ones(X.shape[0], dtype=X.dtype)
 
 
 class Exponential(Kernel):
-    """Ornstein-Uhlenbeck kernel, base = exp(-|x - x'| / length_scale)."""
+    """Ornstein-Uhlenbeck kernel, base = exp(-|(x - x') / l|) with l = ``length_scale`` (one, or one per feature as for :class:`RBF`)."""
 
     length_scale: float | Array = 1.0
     amplitude: float | Array = 1.0
@@ -162,7 +226,7 @@ class Exponential(Kernel):
     shape_parameter: ClassVar[str | None] = "length_scale"
 
     def base(self, X1, X2):
-        return jnp.exp(-jnp.sqrt(squared_distances(X1, X2)) / self.length_scale)
+        return jnp.exp(-scaled_distances(X1, X2, self.length_scale))
 
     def base_diag(self, X):
         return jnp.ones(X.shape[0], dtype=X.dtype)
@@ -186,13 +250,13 @@ class Polynomial(Kernel):
     def base_diag(self, X):
         return (self.gamma * jnp.sum(X * X, axis=1) + self.coef0) ** self.degree
 
-    def check(self):
+    def check(self, n_features: int | None = None):
         if not (isinstance(self.degree, (int, np.integer)) and self.degree >= 1):
             raise ValueError(f"Polynomial.degree must be an integer >= 1; got {self.degree!r}")
         coef0 = self.coef0
         if not isinstance(coef0, jax.core.Tracer) and np.any(np.asarray(coef0) < 0):
             raise ValueError(f"Polynomial.coef0 must be >= 0 (positive definite kernel); got {coef0}")
-        return super().check()
+        return super().check(n_features)
 
 
 class Linear(Kernel):
@@ -213,6 +277,14 @@ RBF = _register(RBF, ["length_scale", "amplitude", "offset"])
 Exponential = _register(Exponential, ["length_scale", "amplitude", "offset"])
 Polynomial = _register(Polynomial, ["gamma", "coef0", "amplitude", "offset"], ["degree"])
 Linear = _register(Linear, ["amplitude", "offset"])
+
+def is_ard(kernel: Kernel) -> bool:
+    """Whether ``kernel`` has one length scale per feature (``length_scale`` an array of shape (d,)).
+
+    For a single kernel, not a batch: a batch of B isotropic kernels also has a (B,) ``length_scale``.
+    """
+    return kernel.shape_parameter == "length_scale" and np.ndim(kernel.length_scale) == 1
+
 
 @float64
 @jax.jit

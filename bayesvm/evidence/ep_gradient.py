@@ -12,7 +12,8 @@ left. Two parts depend on the hyperparameters:
       d/dK = 1/2 (b b^T - R),  b = h - S mu = K^-1 mu,  R = S^1/2 B^-1 S^1/2,
       B = I + S^1/2 K S^1/2  (GPML eq. 5.27 in natural parameters);
   the derivative along each coordinate is the vector-Jacobian product of
-  x -> K(x) with that matrix, so one product serves all four coordinates;
+  x -> K(x) with that matrix, so one product serves every coordinate (four,
+  or 3 + d with per-feature length scales);
 * the tilted normalisers ln Z_i(m_i, v_i; C) of the sites at their fixed
   cavities (m_i, v_i), through C (the hinge likelihood's constant
   kappa(C) included): sum_i d ln Z_i / dC times dC/dx.
@@ -72,11 +73,11 @@ class NaiveEvidenceGradient(NamedTuple):
     n_factorizations: Array
 
 
-def tilted_gradient(post: GaussianPosterior, tau: Array, shift: Array, y: Array, C: Array,
+def tilted_gradient(post: GaussianPosterior, tau: Array, shift: Array, y: Array, x: Array,
                     mask: Array | None = None) -> Array:
     """d/dx of sum_i ln Z_i(m_i, v_i; C) at the fixed cavities (m_i, v_i): only x_0 = ln C moves it.
 
-    ``mask`` (optional, bool per entry) leaves padding entries out of the sum.
+    x: the search coordinates (any length); ``mask`` (optional, bool per entry) leaves padding entries out of the sum.
     """
     cav = cavity(post, tau, shift)
     cav_var = 1.0 / cav.precision
@@ -85,8 +86,8 @@ def tilted_gradient(post: GaussianPosterior, tau: Array, shift: Array, y: Array,
         log_z = label_tilted_moments(cav.shift * cav_var, cav_var, c, y).log_z
         return jnp.sum(log_z if mask is None else jnp.where(mask, log_z, 0.0))
 
-    dC = jax.grad(log_z_sites)(C)
-    return dC * C * jnp.array([1.0, 0.0, 0.0, 0.0], dtype=C.dtype)
+    C = penalty_at(x)
+    return jnp.zeros_like(x).at[0].set(jax.grad(log_z_sites)(C) * C)
 
 
 @float64
@@ -141,7 +142,7 @@ def _padded_naive_evidence_and_gradient(x, X, y, mask, template, sites, damping,
     b = shift - tau * post.mean
     R = sqrt_pos[:, None] * cho_solve((chol, True), jnp.diag(sqrt_pos))
     (grad_kernel,) = gram_vjp(0.5 * (jnp.outer(b, b) - R))
-    gradient = grad_kernel + tilted_gradient(post, tau, shift, y, C, mask)
+    gradient = grad_kernel + tilted_gradient(post, tau, shift, y, x, mask)
     return NaiveEvidenceGradient(
         value=state.log_z,
         gradient=gradient,

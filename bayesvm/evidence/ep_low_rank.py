@@ -196,7 +196,7 @@ def low_rank_naive_evidence_and_gradient(
     (grad_prior,) = prior_vjp(jax.grad(_gaussian_log_z)(prior, tau, shift))
     return NaiveEvidenceGradient(
         value=state.log_z,
-        gradient=grad_prior + tilted_gradient(post, tau, shift, y, C),
+        gradient=grad_prior + tilted_gradient(post, tau, shift, y, x),
         sites=EPSites(tau, shift),
         converged=state.converged,
         n_iter=state.n_iter,

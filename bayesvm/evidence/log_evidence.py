@@ -335,7 +335,7 @@ def _low_rank_evidences(X, Y, C, kernel, inducing, random_state) -> tuple[Eviden
     """The evidence of each labelling Y[c] (rows in -1/+1) on the FITC low-rank prior through the inducing inputs
     (:func:`log_evidence`'s ``inducing``); ln N(D), which depends on X only, is estimated once for all of them."""
     X = check_inputs(X)
-    kernel = RBF() if kernel is None else check_kernel(kernel)
+    kernel = RBF() if kernel is None else check_kernel(kernel, X.shape[1])
     C = check_positive(C, "C")
     if isinstance(inducing, (int, np.integer)) and not isinstance(inducing, bool):
         Z = inducing_inputs(X, int(inducing), random_state=random_state)

@@ -2,7 +2,8 @@
 
 The objective is ln P(D | x) = ln Q(D | x) - ln N(D | x) over the search
 coordinates x = (ln C, ln k0, ln k_b/k0, ln shape) of
-:mod:`bayesvm.hyperparameters`:
+:mod:`bayesvm.hyperparameters` (ln l_1 .. ln l_d in place of ln shape for
+per-feature length scales):
 
 * ln Q(D) by expectation propagation, warm-started from the sites of the
   previous evaluation, with its exact gradient at the fixed point
@@ -42,7 +43,8 @@ from ..evidence.ep import EP_LOOPS
 from ..evidence.ep_gradient import EPSites, zero_sites
 from ..evidence.log_evidence import Evidence, OneVsRestEvidence
 from ..hyperparameters import SearchSpace, kernel_hyperparameters_at, pairwise_distances, penalty_at
-from ..kernels import Kernel
+from ..hyperparameters import feature_pairwise_distances
+from ..kernels import Kernel, is_ard
 from ..normalization.path import ReweightedPath
 from .search_priors import FullPrior, InducingPrior
 from .trust import TrustReport, check_point, warn_untrusted
@@ -242,14 +244,33 @@ def default_starts(space: SearchSpace, X: np.ndarray, template: Kernel) -> np.nd
     """Starting points: C = 1 with k0 = 10 and 100, k_b = k0, the shape at the data's scale and half of it.
 
     The shape starts at the median pairwise distance (length scales) or the
-    middle of its bounds; fixed coordinates keep their value.
+    middle of its bounds; per-feature length scales (ARD, d features) start
+    at sqrt(d) times the median of each feature's own pairwise distances
+    (:func:`feature_length_scale_starts`); fixed coordinates keep their value.
     """
-    mid_shape = 0.5 * (space.lower[3] + space.upper[3])
-    if template.shape_parameter == "length_scale":
+    mid_shape = 0.5 * (space.lower[3:] + space.upper[3:])
+    if is_ard(template):
+        mid_shape = np.log(feature_length_scale_starts(X))
+    elif template.shape_parameter == "length_scale":
         mid_shape = np.log(np.median(pairwise_distances(X, max_points=300)))
-    starts = np.array([[0.0, np.log(10.0), 0.0, mid_shape],
-                       [0.0, np.log(100.0), 0.0, mid_shape - np.log(2.0)]])
+    shape = np.broadcast_to(mid_shape, space.lower[3:].shape)
+    starts = np.array([np.concatenate([[0.0, np.log(10.0), 0.0], shape]),
+                       np.concatenate([[0.0, np.log(100.0), 0.0], shape - np.log(2.0)])])
     return np.array([space.clip(np.where(space.free, s, space.lower)) for s in starts])
+
+
+def feature_length_scale_starts(X: np.ndarray) -> np.ndarray:
+    """Starting per-feature length scales: l_j = sqrt(d) median_j, median_j the median of feature j's own non-zero
+    pairwise distances |x_j - x'_j| (1 for a constant feature).
+
+    For features on one scale, sqrt(d) median_j is about the median distance
+    |x - x'| over all d features, the isotropic start: the ARD search starts
+    at (nearly) the isotropic search's start kernel with each feature
+    rescaled to a common spread.
+    """
+    medians = [np.median(distances) if distances.size else 1.0
+               for distances in feature_pairwise_distances(X, max_points=300)]
+    return np.sqrt(X.shape[1]) * np.array(medians)
 
 
 @float64
@@ -271,7 +292,7 @@ def maximize_evidence(
     share the hyperparameters (their summed evidence sum_c ln Q(D_c) - k ln N(D) is climbed, with one ln N(D)
     path); template: the kernel family;
     space: the bounds (fixed coordinates have equal bounds); starts: (k, 4)
-    starting coordinates; prior: the full prior or a low-rank one
+    (or (k, 3 + d) with per-feature length scales) starting coordinates; prior: the full prior or a low-rank one
     (:mod:`bayesvm.selection.search_priors`); progress: called as ``progress(done, total)``
     after each evaluation, on a scale of ``options.max_iter`` evaluations per start.
     """
@@ -311,7 +332,8 @@ def maximize_evidence(
 
 #: the screen's moves away from an infeasible start, in order, in (ln C, ln k0, ln k_b/k0, ln shape): a smaller
 #: amplitude, a longer shape, a larger C and a smaller offset lead out of the regions where EP does not converge
-#: or tempered SMC's runs disagree (theory: "Numerical limits")
+#: or tempered SMC's runs disagree (theory: "Numerical limits"); with per-feature length scales the shape move
+#: applies to every one of them
 _SCREEN_MOVES = np.log([
     [1.0, 0.1, 1.0, 1.0], [1.0, 1.0, 1.0, 2.0], [1.0, 0.1, 1.0, 2.0], [3.0, 1.0, 1.0, 1.0],
     [1.0, 1.0, 0.1, 1.0], [1.0, 0.01, 1.0, 1.0], [3.0, 0.1, 1.0, 2.0], [1.0, 1.0, 1.0, 0.5],
@@ -323,7 +345,8 @@ def screen_candidates(space: SearchSpace, start, max_candidates: int) -> list[np
     fixed coordinates kept, without repeats (at most ``max_candidates``)."""
     start = space.clip(start)
     candidates: list[np.ndarray] = []
-    for move in _SCREEN_MOVES:
+    shape_moves = np.repeat(_SCREEN_MOVES[:, 3:], start.size - 3, axis=1)
+    for move in np.concatenate([_SCREEN_MOVES[:, :3], shape_moves], axis=1):
         candidate = space.clip(np.where(space.free, start + move, start))
         if not any(np.allclose(candidate, c) for c in [start, *candidates]):
             candidates.append(candidate)
@@ -343,8 +366,10 @@ def _feasible_start(objective: _Objective, space: SearchSpace, start, max_screen
 
 
 def _describe(x: np.ndarray) -> str:
-    """Search coordinates as values: C, k0, k_b/k0, shape."""
-    return "(C {:.3g}, k0 {:.3g}, k_b/k0 {:.3g}, shape {:.3g})".format(*np.exp(x))
+    """Search coordinates as values: C, k0, k_b/k0, shape (or the per-feature length scales)."""
+    shape = ", ".join(f"{v:.3g}" for v in np.exp(x[3:]))
+    label = "shape" if x.size == 4 else "length scales"
+    return "(C {:.3g}, k0 {:.3g}, k_b/k0 {:.3g}, ".format(*np.exp(x[:3])) + f"{label} {shape})"
 
 
 def _concrete_kernel(template: Kernel, x: np.ndarray) -> Kernel:
@@ -374,7 +399,7 @@ class SearchSelection:
     """Hyperparameters chosen by the quasi-Newton search, with the evidence there and how it was found.
 
     best: C, amplitude, offset, C_k0, offset_ratio and the shape parameter by
-    name; best_value, best_se: ln P(D) at them by the reference estimators
+    name (per-feature length scales as an array); best_value, best_se: ln P(D) at them by the reference estimators
     (EP at full tolerance, a fresh tempered-SMC ln N(D)); best_kernel; evidence:
     the full :class:`~bayesvm.evidence.log_evidence.Evidence`, or for k >= 3 classes the
     :class:`~bayesvm.evidence.log_evidence.OneVsRestEvidence` of the k one-vs-rest problems (ln P(D) is then
@@ -404,7 +429,8 @@ class SearchSelection:
     def to_dict(self) -> dict:
         """A JSON-ready record: the choice, the evidence, the tests and the work."""
         return {
-            "method": self.method, "kernel": self.kernel_name, "best": {k: float(v) for k, v in self.best.items()},
+            "method": self.method, "kernel": self.kernel_name,
+            "best": {k: float(v) if np.ndim(v) == 0 else np.asarray(v, dtype=float).tolist() for k, v in self.best.items()},
             "log_evidence": self.best_value, "log_evidence_se": self.best_se,
             **_evidence_terms(self.evidence),
             "checks": {k: (bool(v) if isinstance(v, (bool, np.bool_)) else float(v))
@@ -426,11 +452,13 @@ def _evidence_terms(evidence: Evidence | OneVsRestEvidence) -> dict:
 
 
 def hyperparameter_dict(C: float, kernel: Kernel) -> dict:
-    """C, amplitude, offset, C_k0, offset_ratio and the shape parameter (if any) by name."""
+    """C, amplitude, offset, C_k0, offset_ratio and the shape parameter (if any; per-feature length scales as a
+    float64 array) by name."""
     amplitude, offset = float(kernel.amplitude), float(kernel.offset)
     out = {"C": C, "amplitude": amplitude, "offset": offset, "C_k0": C * amplitude, "offset_ratio": offset / amplitude}
     if kernel.shape_parameter is not None:
-        out[kernel.shape_parameter] = float(getattr(kernel, kernel.shape_parameter))
+        shape = np.asarray(getattr(kernel, kernel.shape_parameter), dtype=np.float64)
+        out[kernel.shape_parameter] = shape if is_ard(kernel) else float(shape)
     return out
 
 

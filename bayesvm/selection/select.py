@@ -27,7 +27,7 @@ from .grid import kernel_template, resolve_grid
 from .grid_checks import GridChecks
 from .grid_selection import GridOptions, GridProblem, select_on_grid
 from ..hyperparameters import SearchSpace
-from ..kernels import Kernel
+from ..kernels import Kernel, is_ard
 from ..evidence.laplace import DETERMINANTS
 from ..normalization.draws import normalization_inputs
 from .search import SearchSelection, default_starts, select_by_search
@@ -95,7 +95,10 @@ def select_hyperparameters(
         two classes").
     kernel : family name (``"rbf"``, ``"exponential"``, ``"polynomial"``,
         ``"linear"``) or a kernel whose static settings (e.g. polynomial
-        degree) are kept; its continuous hyperparameters are selected.
+        degree) are kept; its continuous hyperparameters are selected. An
+        RBF or exponential kernel with an array ``length_scale`` of one entry
+        per feature (e.g. ``RBF(length_scale=np.ones(d))``) selects one length
+        scale per feature (ARD; ``method="search"`` only).
     method : ``"search"`` (default: maximise ln P(D) by quasi-Newton ascent
         with exact gradients; returns a :class:`~bayesvm.selection.search.SearchSelection`),
         ``"grid"`` (maximise ln P(D) over the grid; returns an
@@ -123,6 +126,9 @@ def select_hyperparameters(
     template = kernel_template(kernel)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    if is_ard(template) and method != "search":
+        raise ValueError(f"per-feature length scales (an array length_scale) are selected by method='search' only; "
+                         f"got method={method!r}. Use method='search', or a scalar length_scale for the grid")
     if not isinstance(estimators, GridEstimators):
         raise ValueError(f"estimators must be a GridEstimators; got {type(estimators).__name__}")
     if not isinstance(options, GridOptions):
@@ -160,6 +166,9 @@ def _search_space(X, template: Kernel, grid) -> SearchSpace:
     if not isinstance(grid, Mapping):
         raise ValueError("with method='search', grid must be a mapping of hyperparameter -> one value (to fix it)")
     shape_name = template.shape_parameter
+    if is_ard(template) and shape_name in grid:
+        raise ValueError("per-feature length scales cannot be fixed through grid: the search selects all of them. "
+                         "Use a scalar length_scale to fix one length scale for every feature")
     accepted = {"C", "C_k0", "offset_ratio"} | ({shape_name} if shape_name else set())
     unknown = set(grid) - accepted
     if unknown:

@@ -356,7 +356,7 @@ def fit_map(X, y, *, C: float = 1.0, kernel: Kernel | None = None, tol: float = 
     X = check_inputs(X)
     y_pm, classes = check_labels(y, X.shape[0])
     C = check_positive(C, "C")
-    kernel = check_kernel(RBF() if kernel is None else kernel)
+    kernel = check_kernel(RBF() if kernel is None else kernel, X.shape[1])
     tol = check_positive(tol, "tol")
     K = gram_matrix(kernel, jnp.asarray(X))
     solution = _solve_adaptive(_ascend_jit, _finish_jit, K, jnp.asarray(y_pm), jnp.asarray(C), tol, max_iter)
