@@ -116,7 +116,9 @@ def select_report(surface, X, y, source: str, elapsed: float) -> str:
     hyper = [("C", f"{best['C']:.4g}"), ("amplitude k0", f"{best['amplitude']:.4g}"),
              ("offset k_b", f"{best['offset']:.4g}"), ("C k0", f"{best['C_k0']:.4g}")]
     if surface.shape_name is not None:
-        hyper.insert(2, (surface.shape_name, f"{best[surface.shape_name]:.4g}"))
+        shape = np.atleast_1d(best[surface.shape_name])
+        name = surface.shape_name if shape.size == 1 else f"{surface.shape_name} per feature"
+        hyper.insert(2, (name, ", ".join(f"{v:.4g}" for v in shape)))
     lines = [
         f"data: {source}",
         f"  {X.shape[0]} points, {X.shape[1]} features; classes {counts}",

@@ -185,6 +185,18 @@ def _selection_options(args) -> dict:
                 options=GridOptions(refine=not args.no_refine, max_checks=args.max_checks))
 
 
+def _ard_kernel(args, n_features: int):
+    """--ard: the kernel family with one length scale per feature, for the search to select."""
+    from .kernels import make_kernel
+
+    if args.kernel not in ("rbf", "exponential"):
+        raise InputError(f"--ard selects one length scale per feature: it needs --kernel rbf or exponential; got "
+                         f"{args.kernel}")
+    if args.method != "search":
+        raise InputError("--ard works with the search (--method search)")
+    return make_kernel(args.kernel).replace(length_scale=np.ones(n_features))
+
+
 def _inducing(value: str):
     """--inducing: 'auto', 'none' or a positive number of inducing inputs."""
     if value in ("auto", "none"):
@@ -210,6 +222,8 @@ def run_select(args) -> int:
         held_out = (X_test, y_test)
         source += f"; a stratified {_DEMO_TRAIN}-point training subsample, the other {len(y_test)} points held out"
     options = _selection_options(args)
+    if args.ard:
+        options["kernel"] = _ard_kernel(args, X.shape[1])
     if np.unique(y).size > 2 and (args.cv or args.method != "search"):
         raise InputError(f"{np.unique(y).size} classes: --method grid and --cv take two classes; the search takes k "
                          "(one-vs-rest problems with shared hyperparameters)")
@@ -327,6 +341,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the evidence on a low-rank prior through M k-means inducing inputs, O(n M^2): 'auto' "
                              "(default: the full prior up to 5000 points, 200 inducing inputs above), 'none' (always "
                              "the full prior) or a number")
+    select.add_argument("--ard", action="store_true",
+                        help="one length scale per feature, selected by the evidence (rbf and exponential kernels; "
+                             "long length scales mark features the evidence finds irrelevant)")
     select.add_argument("--no-standardize", action="store_true", help="use the CSV features as they are")
     select.add_argument("--seed", type=int, default=0)
     select.add_argument("-q", "--quiet", action="store_true", help="no progress bar")

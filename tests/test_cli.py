@@ -69,6 +69,16 @@ def test_select_takes_three_classes_and_reports_each_problem(tmp_path, capsys):
     assert sum(evidence["log_evidence_per_class"]) == pytest.approx(evidence["log_evidence"])
 
 
+def test_select_with_ard_reports_one_length_scale_per_feature(tmp_path, toy, capsys):
+    X, y = toy
+    data = write_csv(tmp_path / "toy.csv", X, y)
+    out_json = tmp_path / "ard.json"
+    assert main(["select", str(data), "--target", "label", "--ard", "--json", str(out_json), "-q"]) == 0
+    assert "length_scale per feature" in capsys.readouterr().out
+    best = json.loads(out_json.read_text())["evidence"]["best"]
+    assert len(best["length_scale"]) == 2 and min(best["length_scale"]) > 0
+
+
 def test_select_by_search_reports_the_work_and_the_checks(tmp_path, toy, capsys):
     X, y = toy
     data = write_csv(tmp_path / "toy.csv", X, y)
@@ -99,6 +109,7 @@ def test_select_by_search_reports_the_work_and_the_checks(tmp_path, toy, capsys)
         ("a,b,label\n1,nan,x\n3,4,y\n", ["--target", "label"], "missing, NaN"),
         ("a,b,label\n1,,x\n3,4,y\n", ["--target", "label"], "missing, NaN"),
         ("a,b,label\n1,2,x\n3,4,x\n", ["--target", "label"], "one class"),
+        ("a,b,label\n1,2,x\n3,4,y\n", ["--target", "label", "--ard", "--kernel", "linear"], "needs --kernel rbf"),
         ("a,b,label\n1,2,x\n3,4,y\n5,6,z\n", ["--target", "label", "--method", "grid"], "take two classes"),
         ("a,b,label\n1,2,x\n3,4,y\n", [], "--target COLUMN is required"),
         ("a,b,label\n1,2,x\n3,4,y\n", ["--target", "label", "--method", "grid", "--max-checks", "-1"], "max_checks must be an integer >= 0"),
