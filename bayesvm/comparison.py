@@ -24,6 +24,13 @@ log-likelihood, Brier score, expected calibration error, error rate of the
 probabilities thresholded at 1/2). The result holds the per-split scores,
 the test probabilities, a text table, average ranks and pooled reliability
 curves.
+
+More than two classes: :func:`compare_multiclass` fits ``BayesianSVC`` (shared
+and per-class hyperparameters, each scored under every coupling of
+:mod:`bayesvm.coupling` from one fit), scikit-learn's one-vs-rest wrapper of
+it, a grid-searched SVC with sigmoid calibration and a GP classifier per
+stratified split, and scores their k-class probabilities (error, NLL, Brier)
+and fit times.
 """
 
 from __future__ import annotations
@@ -519,12 +526,13 @@ SVC_GRID: dict[str, list[float]] = {"C": np.logspace(-2, 3, 11).tolist(), "gamma
 #: folds of the ``svc_platt`` arm's grid search and of its calibration
 _SVC_FOLDS = 5
 _BAYESVM_ARMS = {"bayesvm": {}, "bayesvm_per_class": {"multiclass": "per_class"}}
+_DEFAULT_COUPLING = BayesianSVC().coupling
 
 
 def _coupling_variant(arm: str, coupling: str) -> str:
     """Name of a bayesvm arm's scores under ``coupling``: the arm itself for BayesianSVC's default coupling,
     ``arm[coupling]`` for the others (the same fit, probabilities coupled differently)."""
-    return arm if coupling == BayesianSVC().coupling else f"{arm}[{coupling}]"
+    return arm if coupling == _DEFAULT_COUPLING else f"{arm}[{coupling}]"
 
 
 def multiclass_scores(y_index: np.ndarray, P: np.ndarray) -> dict[str, float]:
