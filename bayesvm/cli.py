@@ -274,15 +274,23 @@ def _cv_grid(surface) -> dict:
 # compare
 
 
+#: default splits of ``bayesvm compare``: two classes, three or more (each split fits k one-vs-rest problems per arm)
+_COMPARE_SPLITS, _COMPARE_MULTICLASS_SPLITS = 5, 3
+
+
 def run_compare(args) -> int:
     from .comparison import compare_calibration
     from .kernels import RBF
 
     X, y, source = _load_data(args, _COMPARE_DEMO_DATASET)
+    if np.unique(y).size > 2:
+        return _run_compare_multiclass(args, X, y, source)
+    args.splits = _COMPARE_SPLITS if args.splits is None else args.splits
     kernel = None if args.length_scale is None else RBF(length_scale=args.length_scale, amplitude=args.amplitude, offset=args.offset)
     started = time.perf_counter()
     with recorded_warnings() as caught:
-        result = compare_calibration(X, y, kernel=kernel, C=args.C, n_splits=args.splits, random_state=args.seed)
+        result = compare_calibration(X, y, kernel=kernel, C=args.C, n_splits=args.splits, random_state=args.seed,
+                                     methods=args.methods)
     print_warnings(caught)
     print(f"{source}: {X.shape[0]} points, {X.shape[1]} features; {args.splits} stratified 70/30 splits "
           f"({time.perf_counter() - started:.1f} s)")
@@ -297,6 +305,30 @@ def run_compare(args) -> int:
         figure = result.plot()
         figure.savefig(args.plot, dpi=110)
         print(f"\nreliability diagram written to {args.plot}")
+    if args.json:
+        write_json(args.json, {"source": source, **result.to_dict()})
+    return 0
+
+
+def _run_compare_multiclass(args, X, y, source) -> int:
+    """``bayesvm compare`` with three or more classes: :func:`~bayesvm.comparison.compare_multiclass`."""
+    from .comparison import compare_multiclass
+
+    binary_only = [flag for flag, given in (("--C", args.C is not None), ("--length-scale", args.length_scale is not None),
+                                            ("--plot", args.plot is not None)) if given]
+    if binary_only:
+        raise InputError(f"{np.unique(y).size} classes: {', '.join(binary_only)} work with two classes only "
+                         "(with more, every method chooses its own hyperparameters)")
+    splits = _COMPARE_MULTICLASS_SPLITS if args.splits is None else args.splits
+    started = time.perf_counter()
+    with recorded_warnings() as caught:
+        result = compare_multiclass(X, y, n_splits=splits, methods=args.methods, random_state=args.seed)
+    print_warnings(caught)
+    print(f"{source}: {X.shape[0]} points, {X.shape[1]} features, {result.classes.size} classes; {splits} stratified "
+          f"70/30 splits ({time.perf_counter() - started:.1f} s)")
+    print("hyperparameters chosen on each training part by every method; NAME[coupling]: the same fit as NAME, its "
+          "one-vs-rest probabilities coupled by that rule instead of the default (bayesvm.coupling)")
+    print(result.table())
     if args.json:
         write_json(args.json, {"source": source, **result.to_dict()})
     return 0
@@ -349,14 +381,18 @@ def build_parser() -> argparse.ArgumentParser:
     select.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     compare = commands.add_parser("compare", help="Bayesian SVM probabilities against Platt and other calibrators")
     compare.add_argument("data", nargs="?", help="CSV file with a header row")
-    compare.add_argument("--target", help="name of the label column (two classes)")
+    compare.add_argument("--target", help="name of the label column (two or more classes)")
     compare.add_argument("--demo", action="store_true", help=f"use the built-in {_COMPARE_DEMO_DATASET} data set")
     compare.add_argument("--C", type=float, default=None, help="C of the SVM (default 1)")
     compare.add_argument("--length-scale", type=float, default=None,
                          help="RBF length scale (default: median pairwise distance of each training part)")
     compare.add_argument("--amplitude", type=float, default=1.0, help="RBF amplitude k0 (with --length-scale)")
     compare.add_argument("--offset", type=float, default=1.0, help="kernel offset k_b (with --length-scale)")
-    compare.add_argument("--splits", type=int, default=5, help="stratified 70/30 splits (default 5)")
+    compare.add_argument("--splits", type=int, default=None,
+                         help="stratified 70/30 splits (default 5; 3 with three or more classes)")
+    compare.add_argument("--methods", nargs="+", default=None,
+                         help="methods to compare (default all): names of bayesvm.comparison.METHODS with two "
+                              "classes, of MULTICLASS_METHODS with more")
     compare.add_argument("--plot", metavar="FILE.png", help="write the reliability diagram")
     compare.add_argument("--json", metavar="FILE", help="write the per-split metrics as JSON")
     compare.add_argument("--no-standardize", action="store_true", help="use the CSV features as they are")

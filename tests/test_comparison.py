@@ -193,3 +193,114 @@ def test_select_returning_garbage_raises(data):
     X, y = data
     with pytest.raises(ValueError, match="select must return"):
         compare_calibration(X, y, select=lambda X, y: KERNEL, methods=["softmax"])
+
+
+# ---------------------------------------------------------------------------
+# more than two classes: compare_multiclass and `bayesvm compare` on a 3-class CSV
+
+from sklearn.datasets import load_iris  # noqa: E402
+from sklearn.metrics import accuracy_score  # noqa: E402
+
+from bayesvm.cli import main  # noqa: E402
+from bayesvm.comparison import MULTICLASS_METHODS, compare_multiclass  # noqa: E402
+
+#: fixed hyperparameters keep the bayesvm arms to one evidence evaluation per problem (no search)
+FIXED = dict(C=1.0, amplitude=3.0, length_scale=1.5, offset=3.0)
+CHEAP_ARMS = ("bayesvm", "one_vs_rest_wrapper", "svc_platt", "gpc")
+
+
+@pytest.fixture(scope="module")
+def iris45():
+    """45 iris flowers, 15 per class, with string labels (31 train / 14 test in one 70/30 split)."""
+    X, y = load_iris(return_X_y=True)
+    keep = np.concatenate([np.flatnonzero(y == c)[:15] for c in range(3)])
+    return X[keep], np.array(["setosa", "versicolor", "virginica"])[y[keep]]
+
+
+@pytest.fixture(scope="module")
+def multiclass(iris45):
+    X, y = iris45
+    return compare_multiclass(X, y, n_splits=1, methods=CHEAP_ARMS, bayesvm_options=FIXED, random_state=1)
+
+
+def test_multiclass_probabilities_are_distributions_and_scores_recompute(multiclass):
+    assert multiclass.methods == ("bayesvm", "bayesvm[normalize]", "bayesvm[odds]", "one_vs_rest_wrapper",
+                                  "svc_platt", "gpc")
+    assert multiclass.classes.tolist() == ["setosa", "versicolor", "virginica"]
+    (split,) = multiclass.splits
+    assert split.y_test.size == 14 and np.all(np.bincount(split.y_test) >= 4)
+    for i, name in enumerate(multiclass.methods):
+        P = split.probabilities[name]
+        assert P.shape == (split.y_test.size, 3) and np.all(P >= 0)
+        np.testing.assert_allclose(P.sum(axis=1), 1.0, atol=1e-12)
+        # independent recomputation of the scores from the stored probabilities
+        assert multiclass.scores["nll"][i, 0] == pytest.approx(log_loss(split.y_test, P, labels=[0, 1, 2]), rel=1e-12)
+        onehot = np.eye(3)[split.y_test]
+        assert multiclass.scores["brier"][i, 0] == pytest.approx(np.mean(np.sum((P - onehot) ** 2, axis=1)))
+        assert multiclass.scores["error"][i, 0] == pytest.approx(1 - accuracy_score(split.y_test, P.argmax(axis=1)))
+    # coupling variants share their arm's fit (and its time); the couplings keep the order of the r_c
+    seconds = dict(zip(multiclass.methods, multiclass.scores["fit_s"][:, 0]))
+    assert seconds["bayesvm[normalize]"] == seconds["bayesvm[odds]"] == seconds["bayesvm"] > 0
+    assert len({tuple(split.probabilities[m].argmax(axis=1)) for m in multiclass.methods[:3]}) == 1
+    assert not np.allclose(split.probabilities["bayesvm"], split.probabilities["bayesvm[odds]"])
+
+
+def test_multiclass_normalised_coupling_is_the_one_vs_rest_wrapper_at_fixed_hyperparameters(multiclass):
+    """At the same fixed hyperparameters the shared fit's k binary problems are the wrapper's, and scikit-learn's
+    wrapper normalises: bayesvm[normalize] must reproduce it (the variant is a re-coupling of the same fit)."""
+    (split,) = multiclass.splits
+    np.testing.assert_allclose(split.probabilities["bayesvm[normalize]"], split.probabilities["one_vs_rest_wrapper"],
+                               atol=1e-8)
+    assert split.work == {}  # fixed hyperparameters: no evidence search ran
+    assert split.hyperparameters["bayesvm"]["C"] == FIXED["C"]
+    assert set(split.hyperparameters["svc_platt"]) == {"C", "gamma"}
+
+
+def test_multiclass_table_and_dict(multiclass):
+    table = multiclass.table()
+    for name in multiclass.methods:
+        assert name in table
+    d = json.loads(json.dumps(multiclass.to_dict()))
+    assert d["methods"] == list(multiclass.methods) and d["classes"] == ["setosa", "versicolor", "virginica"]
+    assert d["mean"]["nll"]["svc_platt"] == pytest.approx(multiclass.scores["nll"][4, 0])
+    assert d["splits"][0]["n_train"] + d["splits"][0]["n_test"] == 45
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"y": np.repeat(["a", "b"], [22, 23])}, "three or more"),
+        ({"methods": ["bayesvm", "svm"]}, "unknown method"),
+        ({"methods": []}, "unknown method"),
+        ({"test_size": 0.9}, "too few"),
+        ({"y": np.repeat(["a", "b", "c"], [20, 20, 5])}, "too few"),
+        ({"n_splits": 0}, "n_splits"),
+        ({"bayesvm_options": {"multiclass": "per_class"}}, "bayesvm_options"),
+        ({"X": np.full((45, 4), np.nan)}, "NaN"),
+    ],
+)
+def test_multiclass_bad_input_raises_a_clear_value_error(iris45, change, message):
+    X, y = iris45
+    kwargs = {"X": X, "y": y, "methods": ["svc_platt"]}
+    kwargs.update(change)
+    with pytest.raises(ValueError, match=message):
+        compare_multiclass(kwargs.pop("X"), kwargs.pop("y"), **kwargs)
+
+
+def test_compare_command_with_three_classes_runs_the_multiclass_comparison(tmp_path, iris45, capsys):
+    X, y = iris45
+    data = tmp_path / "iris.csv"
+    data.write_text("\n".join(["a,b,c,d,species", *(",".join([*map(repr, row.tolist()), label])
+                                                   for row, label in zip(X, y))]) + "\n")
+    out = tmp_path / "out.json"
+    assert main(["compare", str(data), "--target", "species", "--splits", "1", "--methods", "svc_platt", "gpc",
+                 "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "3 classes" in printed and "svc_platt" in printed and "gpc" in printed
+    payload = json.loads(out.read_text())
+    assert payload["methods"] == ["svc_platt", "gpc"] and len(payload["scores"]["nll"]["gpc"]) == 1
+    assert set(MULTICLASS_METHODS) >= set(payload["methods"])
+    # options of the two-class comparison are refused in one line
+    assert main(["compare", str(data), "--target", "species", "--C", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bayesvm: error: 3 classes: --C") and len(err.splitlines()) == 1
