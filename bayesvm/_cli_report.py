@@ -221,7 +221,7 @@ def held_out_report(surface, X_test, y_test, classes) -> str:
              f"{-np.mean(np.log(np.clip(P[np.arange(P.shape[0]), observed], np.finfo(float).eps, 1.0))):.4f}"),
             ("Brier score (summed over classes)", f"{np.mean(np.sum((P - targets) ** 2, axis=1)):.4f}"),
         ]
-        how = "EP posterior-averaged one-vs-rest probabilities, Zadrozny's coupling"
+        how = "EP posterior-averaged one-vs-rest probabilities, coupled as BayesianSVC does"
     else:
         p = _posterior_probability(surface.evidence, X_test)
         prediction = np.where(p >= 0.5, classes[1], classes[0])

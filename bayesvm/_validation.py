@@ -61,7 +61,7 @@ def check_vector(values, *, name: str, what: str, plural: str | None = None, n: 
     return arr
 
 
-def _label_classes(y, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
+def check_class_labels(y, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
     """One label per sample, of at least two classes: ``(labels, sorted classes)``."""
     arr = np.asarray(y)
     if arr.ndim == 2 and arr.shape[1] == 1:
@@ -86,7 +86,7 @@ def check_labels(y, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
     Returns ``(y_pm, classes)`` where ``classes`` is the sorted pair of
     original labels; ``classes[1]`` becomes +1.
     """
-    arr, classes = _label_classes(y, n_samples)
+    arr, classes = check_class_labels(y, n_samples)
     if classes.size > 2:
         shown = ", ".join(repr(c) for c in classes[:5]) + (", ..." if classes.size > 5 else "")
         raise ValueError(
@@ -104,7 +104,7 @@ def one_vs_rest_labels(y, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
     (as :func:`check_labels`); k >= 3 classes give k one-vs-rest problems,
     Y of shape (k, n) with Y[c] = +1 where the label is ``classes[c]``.
     """
-    arr, classes = _label_classes(y, n_samples)
+    arr, classes = check_class_labels(y, n_samples)
     if classes.size == 2:
         return np.where(arr == classes[1], 1.0, -1.0)[None, :], classes
     return np.where(arr[None, :] == classes[:, None], 1.0, -1.0), classes

@@ -53,7 +53,14 @@ from sklearn.svm import SVC
 
 from . import metrics
 from ._precision import float64
-from ._validation import _label_classes, check_count, check_inputs, check_kernel, check_labels, check_positive
+from ._validation import (
+    check_class_labels,
+    check_count,
+    check_inputs,
+    check_kernel,
+    check_labels,
+    check_positive,
+)
 from .calibration import (
     BetaScaler,
     HistogramBinningScaler,
@@ -720,7 +727,7 @@ def compare_multiclass(
     test part are scored (:func:`multiclass_scores`: error, NLL, Brier) with the fit's wall-clock seconds:
 
     * ``bayesvm``: ``BayesianSVC()``, one set of hyperparameters for the k one-vs-rest problems (their summed
-      evidence), Zadrozny's KL coupling;
+      evidence), its default coupling;
     * ``bayesvm_per_class``: ``BayesianSVC(multiclass="per_class")``, each problem selects its own;
     * ``one_vs_rest_wrapper``: ``sklearn.multiclass.OneVsRestClassifier(BayesianSVC())`` (normalised one-vs-rest
       probabilities);
@@ -730,13 +737,13 @@ def compare_multiclass(
       amplitude 1 and the median-heuristic length scale, fitted by its marginal likelihood.
 
     The two bayesvm arms are scored under every coupling of :mod:`bayesvm.coupling` from the same fit
-    (``set_params(coupling=...)``, no refit): ``bayesvm`` (kl), ``bayesvm[normalize]``, ``bayesvm[odds]``, and
+    (``set_params(coupling=...)``, no refit): ``bayesvm`` (the default coupling), ``bayesvm[kl]``, ..., and
     likewise for ``bayesvm_per_class``. ``random_state`` seeds the splits and the estimators.
     ``bayesvm_options``: further ``BayesianSVC`` parameters of the three bayesvm arms (e.g. fixed
     hyperparameters ``C``, ``amplitude``, ``length_scale``, ``offset``; not ``multiclass``, which the arm sets).
     """
     X = check_inputs(X)
-    labels, classes = _label_classes(y, X.shape[0])
+    labels, classes = check_class_labels(y, X.shape[0])
     y_index = np.searchsorted(classes, labels)
     arms = _check_method_names(methods, MULTICLASS_METHODS)
     n_splits = check_count(n_splits, "n_splits", 1)

@@ -6,7 +6,14 @@ rather than to any other. The r_c do not sum to one: each binary model saw
 the data on its own. A coupling turns them into class probabilities
 p_1(x), ..., p_k(x) >= 0 with sum 1 (theory: "More than two classes"):
 
-* ``"kl"`` (the default): Zadrozny's coupling. The p closest to the binary
+* ``"odds"`` (the default): p_c proportional to the odds r_c / (1 - r_c), a
+  softmax of the binary log-odds: the soft-max combination of one-versus-all
+  classifiers of K. Duan, S. S. Keerthi, W. Chu, S. K. Shevade and A. N. Poo
+  ("Multi-category classification by soft-max combination of binary
+  classifiers", Multiple Classifier Systems, LNCS 2709, 2003), with the
+  binary posterior log-odds as the classifiers' outputs and no further
+  fitted weights.
+* ``"kl"``: Zadrozny's coupling. The p closest to the binary
   estimates in summed Kullback-Leibler divergence of the k Bernoulli
   distributions,
 
@@ -21,12 +28,14 @@ p_1(x), ..., p_k(x) >= 0 with sum 1 (theory: "More than two classes"):
 * ``"normalize"``: p_c = r_c / sum_j r_j (B. Zadrozny and C. Elkan,
   "Transforming classifier scores into accurate multiclass probability
   estimates", KDD 2002), what scikit-learn's ``OneVsRestClassifier`` does.
-* ``"odds"``: p_c proportional to the odds r_c / (1 - r_c), a softmax of the
-  binary log-odds.
 
 All three keep the order of the r_c, so the most probable class is the same
-under each. Which one is the default was decided by held-out NLL
-(docs/multiclass.md).
+under each. The default was decided by held-out NLL (docs/multiclass.md): on
+10 splits each, the odds coupling was lower than the KL coupling on every
+split of wine (by 0.027 nats on average) and of 10-class digits (by 0.086),
+and higher on iris (by 0.047 +- 0.060, lower on 2 of 10 splits), where it is
+sharper on the one or two misclassified points; the other two stay within
+0.004 nats of each other.
 """
 
 from __future__ import annotations
@@ -34,16 +43,17 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logit, softmax
 
-__all__ = ["COUPLINGS", "couple_one_vs_rest"]
+__all__ = ["COUPLINGS", "DEFAULT_COUPLING", "couple_one_vs_rest"]
 
-COUPLINGS = ("kl", "normalize", "odds")
+COUPLINGS = ("odds", "kl", "normalize")
+DEFAULT_COUPLING = "odds"
 #: one-vs-rest probabilities are kept this far inside (0, 1), so that a certain r_c cannot make the coupling 0/0
 _EDGE = 1e-12
 #: bisection steps for Zadrozny's multiplier: the bracket [-2k, 2k] shrinks by 2^-100, below float64's resolution
 _BISECTION_STEPS = 100
 
 
-def couple_one_vs_rest(r, method: str = "kl") -> np.ndarray:
+def couple_one_vs_rest(r, method: str = DEFAULT_COUPLING) -> np.ndarray:
     """Class probabilities (n, k), rows summing to one, from one-vs-rest probabilities ``r`` (n, k) (module docstring)."""
     if method not in COUPLINGS:
         raise ValueError(f"coupling must be one of {COUPLINGS}; got {method!r}")

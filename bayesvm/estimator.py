@@ -93,8 +93,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         hyperparameters for the k one-vs-rest problems, maximising their summed
         evidence) or ``"per_class"`` (each problem selects its own).
     coupling : k >= 3 classes only: how the one-vs-rest probabilities become one
-        distribution (:mod:`bayesvm.coupling`): ``"kl"`` (default, Zadrozny 2001),
-        ``"normalize"`` or ``"odds"``.
+        distribution (:mod:`bayesvm.coupling`): ``"odds"`` (default, a softmax of the
+        one-vs-rest log-odds), ``"kl"`` (Zadrozny 2001) or ``"normalize"``.
     ard : one length scale per feature, selected by the evidence; rbf and exponential kernels only
         (``length_scale`` must then be None; ``length_scale_`` is an array of one length scale per feature).
 
@@ -136,7 +136,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     }
 
     def __init__(self, kernel="rbf", C=None, amplitude=None, length_scale=None, offset=None, posterior="ep",
-                 probability="averaged", n_inducing="auto", random_state=0, multiclass="shared", coupling="kl",
+                 probability="averaged", n_inducing="auto", random_state=0, multiclass="shared", coupling="odds",
                  ard=False):
         self.kernel = kernel
         self.C = C

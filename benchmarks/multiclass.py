@@ -10,7 +10,7 @@ part:
 
 * ``bayesvm``: ``BayesianSVC()``: one set of hyperparameters for the k
   one-vs-rest problems, chosen by their summed evidence with one shared ln N(D);
-  Zadrozny's KL coupling;
+  its default coupling;
 * ``bayesvm_per_class``: ``BayesianSVC(multiclass="per_class")``: each problem
   its own evidence search;
 * ``one_vs_rest_wrapper``: ``OneVsRestClassifier(BayesianSVC())``, what users
@@ -31,8 +31,8 @@ the medians bayesvm / wrapper, bayesvm / svc_platt and bayesvm / gpc; and the
 work of the evidence searches from ``selection_.summary_counts()``
 (evaluations, EP sweeps, factorisations, tempered-SMC anchors of ln N(D);
 per_class and the wrapper summed over their k problems), median over splits;
-and, split by split, the NLL of each coupling variant minus its arm's kl
-coupling (mean +- sd of these paired differences, and on how many splits the
+and, split by split, the NLL of each coupling variant minus its arm's default
+coupling (Zadrozny's KL coupling until 2026-11-25, the odds coupling since) (mean +- sd of these paired differences, and on how many splits the
 variant is lower).
 
 Each arm runs in its own ``compare_multiclass`` call (the same seeded splits
@@ -181,7 +181,7 @@ def table(name: str, description: str, entry: dict) -> str:
     return (f"{name}: {description}; {entry['n_train']} training / {entry['n_test']} test points, "
             f"{entry['n_splits']} split(s), {entry['seconds']:.0f} s in all\n" + "\n".join(rows)
             + f"\ntime ratios (medians): {ratios}{cold_text}"
-            + f"\npaired NLL differences against the arm's kl coupling: {couplings}")
+            + f"\npaired NLL differences against the arm's default coupling: {couplings}")
 
 
 def environment() -> dict:

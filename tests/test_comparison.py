@@ -224,7 +224,7 @@ def multiclass(iris45):
 
 
 def test_multiclass_probabilities_are_distributions_and_scores_recompute(multiclass):
-    assert multiclass.methods == ("bayesvm", "bayesvm[normalize]", "bayesvm[odds]", "one_vs_rest_wrapper",
+    assert multiclass.methods == ("bayesvm", "bayesvm[kl]", "bayesvm[normalize]", "one_vs_rest_wrapper",
                                   "svc_platt", "gpc")
     assert multiclass.classes.tolist() == ["setosa", "versicolor", "virginica"]
     (split,) = multiclass.splits
@@ -240,9 +240,9 @@ def test_multiclass_probabilities_are_distributions_and_scores_recompute(multicl
         assert multiclass.scores["error"][i, 0] == pytest.approx(1 - accuracy_score(split.y_test, P.argmax(axis=1)))
     # coupling variants share their arm's fit (and its time); the couplings keep the order of the r_c
     seconds = dict(zip(multiclass.methods, multiclass.scores["fit_s"][:, 0]))
-    assert seconds["bayesvm[normalize]"] == seconds["bayesvm[odds]"] == seconds["bayesvm"] > 0
+    assert seconds["bayesvm[normalize]"] == seconds["bayesvm[kl]"] == seconds["bayesvm"] > 0
     assert len({tuple(split.probabilities[m].argmax(axis=1)) for m in multiclass.methods[:3]}) == 1
-    assert not np.allclose(split.probabilities["bayesvm"], split.probabilities["bayesvm[odds]"])
+    assert not np.allclose(split.probabilities["bayesvm"], split.probabilities["bayesvm[kl]"])
 
 
 def test_multiclass_normalised_coupling_is_the_one_vs_rest_wrapper_at_fixed_hyperparameters(multiclass):
