@@ -7,6 +7,7 @@ what is accepted, before any array reaches JAX.
 from __future__ import annotations
 
 import numbers
+from typing import NamedTuple
 
 import numpy as np
 
@@ -108,6 +109,31 @@ def one_vs_rest_labels(y, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
     if classes.size == 2:
         return np.where(arr == classes[1], 1.0, -1.0)[None, :], classes
     return np.where(arr[None, :] == classes[:, None], 1.0, -1.0), classes
+
+
+class TrainingData(NamedTuple):
+    """Training data validated once, at a public entry point, for every layer below it.
+
+    X: finite float64 inputs (n, d); Y: the binary problems' labels in -1/+1, (1, n) for two classes (``classes[1]``
+    is +1) or (k, n) one-vs-rest for k >= 3 classes (:func:`one_vs_rest_labels`); classes: the sorted labels.
+    """
+
+    X: np.ndarray
+    Y: np.ndarray
+    classes: np.ndarray
+
+    @property
+    def problems(self) -> tuple["TrainingData", ...]:
+        """Each binary problem alone: for k >= 3 classes, class c (+1, ``True``) against the rest (``False``)."""
+        if self.Y.shape[0] == 1:
+            return (self,)
+        return tuple(TrainingData(self.X, y_pm[None, :], np.array([False, True])) for y_pm in self.Y)
+
+
+def training_data(X, y) -> TrainingData:
+    """:func:`check_inputs` and :func:`one_vs_rest_labels` in one: the validation of a public entry point."""
+    X = check_inputs(X)
+    return TrainingData(X, *one_vs_rest_labels(y, X.shape[0]))
 
 
 def check_positive(value, name: str) -> float:

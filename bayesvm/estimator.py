@@ -41,15 +41,15 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._precision import float64
-from ._validation import one_vs_rest_labels
+from ._validation import TrainingData, check_kernel, check_positive, one_vs_rest_labels
 from .coupling import COUPLINGS, couple_one_vs_rest
-from .evidence.log_evidence import OneVsRestEvidence, log_evidence_one_vs_rest
+from .evidence.log_evidence import OneVsRestEvidence, one_vs_rest_evidence
 from .hyperparameters import coordinate_names, kernel_hyperparameters_at
 from .kernels import make_kernel
 from .posterior import APPROXIMATIONS as POSTERIORS
 from .posterior import PROBABILITY_METHODS, ErrorBars, Posterior
 from .selection.search_priors import prior_for
-from .selection.select import select_hyperparameters
+from .selection.select import select_for
 
 __all__ = ["BayesianSVC"]
 
@@ -157,7 +157,9 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         """Select the free hyperparameters by evidence (or use the fixed ones) and fit the MAP SVM(s)."""
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
-        _, self.classes_ = one_vs_rest_labels(y, X.shape[0])
+        # the one validation of the data: every layer below takes it as validated
+        data = TrainingData(X, *one_vs_rest_labels(y, X.shape[0]))
+        self.classes_ = data.classes
         template = self._template(X.shape[1])
         shape_name = template.shape_parameter
         fixed = self._fixed(shape_name)
@@ -168,8 +170,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                              "posterior='ep' or n_inducing=None")
         # one selection over every class (two classes; k classes with shared hyperparameters), or one per class
         per_class = self.classes_.size > 2 and self.multiclass == "per_class"
-        labellings = [y == c for c in self.classes_] if per_class else [y]
-        chosen = [self._evidence_and_selection(X, labels, template, fixed, seed, inducing) for labels in labellings]
+        chosen = [self._evidence_and_selection(problem, template, fixed, seed, inducing)
+                  for problem in (data.problems if per_class else (data,))]
         selections = tuple(selection for _, selection in chosen)
         if per_class:
             self.evidence_ = OneVsRestEvidence(self.classes_, tuple(evidence for evidence, _ in chosen),
@@ -178,21 +180,20 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         else:
             self.evidence_, self.selection_ = chosen[0]
         self.inducing_ = inducing
-        self._training = (X, y)
+        self._training = data
         self._set_fitted(shape_name)
         return self
 
-    def _evidence_and_selection(self, X, y, template, fixed: dict, seed: int, inducing):
+    def _evidence_and_selection(self, data: TrainingData, template, fixed: dict, seed: int, inducing):
         """The evidence at the fixed hyperparameters, or at those the search selects (with its selection)."""
         if len(fixed) < 3 + (template.shape_parameter is not None):
-            selection = select_hyperparameters(X, y, kernel=template, grid=fixed, random_state=seed,
-                                               inducing=inducing)
+            selection = select_for(data, template, grid=fixed, random_state=seed, inducing=inducing)
             return selection.evidence, selection
-        kernel = template.replace(amplitude=float(self.amplitude), offset=float(self.offset),
-                                  **({template.shape_parameter: float(self.length_scale)}
-                                     if template.shape_parameter else {}))
-        evidence = log_evidence_one_vs_rest(X, y, C=float(self.C), kernel=kernel, random_state=seed,
-                                            inducing=inducing)
+        kernel = check_kernel(template.replace(amplitude=float(self.amplitude), offset=float(self.offset),
+                                               **({template.shape_parameter: float(self.length_scale)}
+                                                  if template.shape_parameter else {})), data.X.shape[1])
+        evidence = one_vs_rest_evidence(data, check_positive(self.C, "C"), kernel, random_state=seed,
+                                        inducing=inducing)
         return (evidence.problems[0] if len(evidence.problems) == 1 else evidence), None
 
     def _seed(self) -> int:
@@ -252,10 +253,9 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         names = coordinate_names(template)
         if theta.shape != (len(names),) or not np.all(np.isfinite(theta)):
             raise ValueError(f"theta must be {len(names)} finite log hyperparameters {names}; got {theta.tolist()}")
-        kernel = template.replace(**kernel_hyperparameters_at(template, theta))
-        X, y = self._training
-        return log_evidence_one_vs_rest(X, y, C=float(np.exp(theta[0])), kernel=kernel, random_state=self._seed(),
-                                        inducing=self.inducing_).total
+        kernel = check_kernel(template.replace(**kernel_hyperparameters_at(template, theta)), self.n_features_in_)
+        return one_vs_rest_evidence(self._training, float(np.exp(theta[0])), kernel, random_state=self._seed(),
+                                    inducing=self.inducing_).total
 
     def _set_fitted(self, shape_name) -> None:
         problems = self.evidence_.problems if isinstance(self.evidence_, OneVsRestEvidence) else (self.evidence_,)

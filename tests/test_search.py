@@ -15,6 +15,7 @@ from sklearn.model_selection import train_test_split
 
 import bayesvm
 from bayesvm._precision import float64_scope
+from bayesvm._validation import training_data
 from bayesvm.normalization.annealing import annealed_log_normalization
 from bayesvm.datasets import load_dataset
 from bayesvm.evidence.ep_gradient import ep_naive_evidence_and_gradient, zero_sites
@@ -208,7 +209,7 @@ def _search(X, y, options, starts=None):
     starts = default_starts(space, X, template) if starts is None else starts
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return select_by_search(X, y, template, space=space, starts=starts, options=options)
+        return select_by_search(training_data(X, y), template, space=space, starts=starts, options=options)
 
 
 def test_a_search_whose_loose_ep_fails_at_both_starts_recovers_through_the_fallbacks():
@@ -244,7 +245,7 @@ def test_the_screen_moves_a_start_that_cannot_be_evaluated_and_says_so():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         selection = select_by_search(
-            X, y, template, space=space, starts=start[None], options=SearchOptions(max_iter=3))
+            training_data(X, y), template, space=space, starts=start[None], options=SearchOptions(max_iter=3))
     first = selection.search.steps[0]
     assert not np.isfinite(first.log_evidence) and np.allclose(first.x, start)
     assert "start moved to" in selection.search.messages[0]
@@ -270,8 +271,8 @@ def test_a_higher_point_that_fails_its_checks_is_reported_not_dropped_silently(m
     real = search_module.check_point
     calls = []
 
-    def first_unverified(X, y, C, kernel, *args, **kwargs):
-        evidence, report = real(X, y, C, kernel, *args, **kwargs)
+    def first_unverified(data, C, kernel, *args, **kwargs):
+        evidence, report = real(data, C, kernel, *args, **kwargs)
         calls.append(C)
         if len(calls) == 1:  # the best end point: as if its ln N(D) runs had disagreed, 50 nats higher
             return dataclasses.replace(evidence, total=evidence.total + 50.0), report._replace(runs_agree=False)
@@ -282,6 +283,6 @@ def test_a_higher_point_that_fails_its_checks_is_reported_not_dropped_silently(m
     template = RBF()
     space = SearchSpace.default(X, template)
     with pytest.warns(RuntimeWarning, match="returned point is the best verified one"):
-        selection = select_by_search(X, y, template, space=space, starts=default_starts(space, X, template),
+        selection = select_by_search(training_data(X, y), template, space=space, starts=default_starts(space, X, template),
                                      options=SearchOptions(max_iter=3))
     assert len(calls) == 2 and selection.report.trusted and selection.best["C"] == pytest.approx(calls[1])

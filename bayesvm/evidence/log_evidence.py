@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._precision import float64, numpy_leaves
-from .._validation import check_inputs, check_kernel, check_labels, check_positive, one_vs_rest_labels
+from .._validation import TrainingData, check_inputs, check_kernel, check_labels, check_positive, training_data
 from .approximations import (
     EPNaive,
     NAIVE_ESTIMATORS,
@@ -38,7 +38,7 @@ from ..normalization.low_rank import annealed_log_normalization_low_rank
 from .laplace import DETERMINANTS, NaiveEvidenceTerms
 from ..normalization.draws import normalization_inputs
 from ..posterior import LowRankPosterior, Posterior
-from ..solver.dual import MapSVM, fit_map
+from ..solver.dual import MapSVM, fit_map_on_gram
 
 __all__ = [
     "Evidence",
@@ -48,6 +48,9 @@ __all__ = [
     "log_normalization",
     "log_naive_evidence",
     "naive_evidence",
+    "evidences_at",
+    "one_vs_rest_evidence",
+    "point_cells",
 ]
 
 #: Laplace-style evidence is flagged when more than this share of the points is marginal. Measured
@@ -139,12 +142,22 @@ class Evidence:
         return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
 
 
-def _one_cell(fit: MapSVM, y=None) -> Cells:
-    """The fit's hyperparameters as one cell on its training inputs."""
-    kernel = fit.kernel
-    base = gram_matrix(kernel.replace(amplitude=1.0, offset=0.0), jnp.asarray(fit.X))
+def point_cells(X, kernel: Kernel, C: float, y=None, n: int | None = None) -> Cells:
+    """(C, kernel) as one cell on the inputs X: the one unit-amplitude, zero-offset Gram matrix that every estimate
+    at the point (the MAP fits, ln Q(D) of each problem, ln N(D)) shares."""
+    base = gram_matrix(kernel.replace(amplitude=1.0, offset=0.0), jnp.asarray(X))
     amplitude = float(kernel.amplitude)
-    return Cells.at(base, float(kernel.offset) / amplitude, amplitude, fit.C, y=y)
+    return Cells.at(base, float(kernel.offset) / amplitude, amplitude, C, y=y, n=n)
+
+
+def _naive_estimate(cells: Cells, approximation: str, determinant: str, random_state, stacklevel: int) -> Estimate:
+    """ln Q(D) of the one cell by the named approximation; warns where EP has not converged."""
+    estimator = naive_estimator(approximation, determinant=determinant, key=random_state)
+    estimate = estimator(cells).at(0)
+    if approximation == "ep" and not estimate.trusted:
+        warnings.warn("EP for ln Q(D) did not converge; the value is unreliable", RuntimeWarning,
+                      stacklevel=stacklevel)
+    return estimate
 
 
 @float64
@@ -153,11 +166,8 @@ def naive_evidence(
 ) -> Estimate:
     """ln Q(D) at a fitted MAP SVM's hyperparameters by the named approximation (one cell of
     :mod:`bayesvm.evidence.approximations`); the Laplace terms are in ``diagnostics["terms"]``."""
-    estimator = naive_estimator(approximation, determinant=determinant, key=random_state)
-    estimate = estimator(_one_cell(fit, y=fit.y)).at(0)
-    if approximation == "ep" and not estimate.trusted:
-        warnings.warn("EP for ln Q(D) did not converge; the value is unreliable", RuntimeWarning, stacklevel=3)
-    return estimate
+    return _naive_estimate(point_cells(fit.X, fit.kernel, fit.C, y=fit.y), approximation, determinant, random_state,
+                           stacklevel=4)  # _naive_estimate, naive_evidence, its float64 wrapper, the caller
 
 
 @float64
@@ -202,7 +212,7 @@ def log_normalization(
     C = check_positive(C, "C")
     if isinstance(n, bool) or int(n) != n or n < 1:
         raise ValueError(f"n must be a positive integer (the number of training points); got {n!r}")
-    estimator = normalization_estimator(method, key=random_state, n_samples=int(check_positive(n_samples, "n_samples")))
+    n_samples = int(check_positive(n_samples, "n_samples"))
     inputs = check_inputs(inputs, name="inputs")
     if method in STAND_IN_ESTIMATORS:
         inputs = normalization_inputs(inputs, "training", max_inputs=max_inputs, random_state=random_state)
@@ -211,11 +221,17 @@ def log_normalization(
             f"method={method!r} integrates over the n training inputs: n = {n} but inputs has "
             f"{inputs.shape[0]} rows (use 'annealed-stand-in' for stand-in inputs)"
         )
-    base = gram_matrix(kernel.replace(amplitude=1.0, offset=0.0), jnp.asarray(inputs))
-    amplitude = float(kernel.amplitude)
-    estimate = estimator(Cells.at(base, float(kernel.offset) / amplitude, amplitude, C, n=int(n))).at(0)
+    return _normalization_estimate(point_cells(inputs, kernel, C, n=int(n)), method, n_samples, random_state,
+                                   stacklevel=4)  # _normalization_estimate, log_normalization, float64, the caller
+
+
+def _normalization_estimate(cells: Cells, method: str, n_samples: int, random_state, stacklevel: int) -> Estimate:
+    """ln N(D) of the one cell (its inputs: the training inputs, or stand-ins with ``cells.n`` the exponent) by the
+    named estimator; warns when it is not to be trusted."""
+    estimate = normalization_estimator(method, key=random_state, n_samples=n_samples)(cells).at(0)
     if not estimate.trusted:
-        warnings.warn(_UNTRUSTED_NORMALIZATION[method].format(**estimate.diagnostics), RuntimeWarning, stacklevel=3)
+        warnings.warn(_UNTRUSTED_NORMALIZATION[method].format(**estimate.diagnostics), RuntimeWarning,
+                      stacklevel=stacklevel)
     return estimate
 
 
@@ -275,38 +291,56 @@ def log_evidence(
         both O(n m^2); no MAP SVM is fitted (``fit`` is None) and the posterior
         is ``low_rank``.
     """
+    if inducing is None:
+        for name, value, accepted in (("approximation", approximation, NAIVE_ESTIMATORS),
+                                      ("normalization", normalization, NORMALIZATION_ESTIMATORS),
+                                      ("determinant", determinant, DETERMINANTS)):
+            if value not in accepted:
+                raise ValueError(f"{name} must be one of {tuple(accepted)}; got {value!r}")
+    elif (approximation, normalization) != ("ep", "annealed"):
+        raise ValueError("with inducing inputs the evidence is computed by EP (approximation='ep') and "
+                         "tempered SMC (normalization='annealed') only")
+    X = check_inputs(X)
+    y_pm, classes = check_labels(y, X.shape[0])
+    data = TrainingData(X, y_pm[None, :], classes)
+    C, kernel = check_positive(C, "C"), check_kernel(RBF() if kernel is None else kernel, X.shape[1])
     if inducing is not None:
-        if (approximation, normalization) != ("ep", "annealed"):
-            raise ValueError("with inducing inputs the evidence is computed by EP (approximation='ep') and "
-                             "tempered SMC (normalization='annealed') only")
-        X = check_inputs(X)
-        y_pm, _ = check_labels(y, X.shape[0])
-        return _low_rank_evidences(X, y_pm[None, :], C, kernel, inducing, random_state)[0]
-    if approximation not in NAIVE_ESTIMATORS:
-        raise ValueError(f"approximation must be one of {tuple(NAIVE_ESTIMATORS)}; got {approximation!r}")
-    if normalization not in NORMALIZATION_ESTIMATORS:
-        raise ValueError(f"normalization must be one of {tuple(NORMALIZATION_ESTIMATORS)}; got {normalization!r}")
-    if determinant not in DETERMINANTS:
-        raise ValueError(f"determinant must be one of {DETERMINANTS}; got {determinant!r}")
-    fit = fit_map(X, y, C=C, kernel=kernel)
-    norm = _training_normalization(fit, normalization, normalization_inputs_from, n_samples, max_inputs, random_state)
-    return _evidence_at_fit(fit, norm, approximation, determinant, normalization, random_state)
+        return _low_rank_evidences(data, C, kernel, inducing, random_state)[0]
+    return evidences_at(data, C, kernel, approximation=approximation, determinant=determinant,
+                        normalization=normalization, normalization_inputs_from=normalization_inputs_from,
+                        n_samples=n_samples, max_inputs=max_inputs, random_state=random_state)[0]
 
 
-def _training_normalization(fit: MapSVM, normalization: str, inputs_from, n_samples: int, max_inputs: int,
-                            random_state) -> Estimate:
-    """ln N(D) at a fit's hyperparameters over its training inputs (or stand-ins for them)."""
-    inputs = fit.X
+def evidences_at(data: TrainingData, C: float, kernel: Kernel, *, approximation: str = "ep",
+                 determinant: str = "regularized", normalization: str = "annealed", normalization_inputs_from="training",
+                 n_samples: int = 2000, max_inputs: int = 500, random_state=0) -> tuple[Evidence, ...]:
+    """The :class:`Evidence` of each binary problem of validated ``data`` at a valid (C, kernel).
+
+    One unit Gram matrix of the training inputs serves the problems' MAP fits, their ln Q(D) and the one ln N(D),
+    which depends on the inputs only; the options are :func:`log_evidence`'s.
+    """
+    cells = point_cells(data.X, kernel, C)
+    K = cells.prior(0)
+    fits = [fit_map_on_gram(K, data.X, problem.Y[0], problem.classes, C, kernel, stacklevel=5)
+            for problem in data.problems]
     if normalization in STAND_IN_ESTIMATORS:
-        inputs = normalization_inputs(fit.X, inputs_from, max_inputs=max_inputs, random_state=random_state)
-    return log_normalization(kernel=fit.kernel, C=fit.C, n=fit.X.shape[0], inputs=inputs, method=normalization,
-                             n_samples=n_samples, max_inputs=max_inputs, random_state=random_state)
+        inputs = normalization_inputs(data.X, normalization_inputs_from, max_inputs=max_inputs,
+                                      random_state=random_state)
+        norm_cells = point_cells(inputs, kernel, C, n=data.X.shape[0])
+    else:
+        norm_cells = cells
+    norm = _normalization_estimate(norm_cells, normalization, n_samples, random_state, stacklevel=5)
+    evidences = []
+    for fit in fits:
+        naive = _naive_estimate(cells._replace(y=jnp.asarray(fit.y)), approximation, determinant, random_state,
+                                stacklevel=5)
+        evidences.append(_evidence_at_fit(fit, naive, norm, approximation, determinant, normalization))
+    return tuple(evidences)
 
 
-def _evidence_at_fit(fit: MapSVM, norm: Estimate, approximation: str, determinant: str, normalization: str,
-                     random_state) -> Evidence:
-    """ln Q(D) at the fit by ``approximation``, assembled with ``norm`` (ln N(D), which depends on X only)."""
-    naive = naive_evidence(fit, approximation, determinant=determinant, random_state=random_state)
+def _evidence_at_fit(fit: MapSVM, naive: Estimate, norm: Estimate, approximation: str, determinant: str,
+                     normalization: str) -> Evidence:
+    """ln P(D) at the fit from its ln Q(D) (by ``approximation``) and ln N(D)."""
     n_marginal = int(fit.marginal.sum())
     terms = naive.diagnostics.get("terms")
     terms = None if terms is None else NaiveEvidenceTerms(**{k: np.asarray(v) for k, v in terms.items()})
@@ -331,12 +365,11 @@ def _evidence_at_fit(fit: MapSVM, norm: Estimate, approximation: str, determinan
     )
 
 
-def _low_rank_evidences(X, Y, C, kernel, inducing, random_state) -> tuple[Evidence, ...]:
-    """The evidence of each labelling Y[c] (rows in -1/+1) on the FITC low-rank prior through the inducing inputs
-    (:func:`log_evidence`'s ``inducing``); ln N(D), which depends on X only, is estimated once for all of them."""
-    X = check_inputs(X)
-    kernel = RBF() if kernel is None else check_kernel(kernel, X.shape[1])
-    C = check_positive(C, "C")
+def _low_rank_evidences(data: TrainingData, C: float, kernel: Kernel, inducing, random_state) -> tuple[Evidence, ...]:
+    """The evidence of each binary problem of validated ``data`` on the FITC low-rank prior through the inducing
+    inputs (:func:`log_evidence`'s ``inducing``: their number, or an array); ln N(D), which depends on X only, is
+    estimated once for all of them."""
+    X = data.X
     if isinstance(inducing, (int, np.integer)) and not isinstance(inducing, bool):
         Z = inducing_inputs(X, int(inducing), random_state=random_state)
     else:
@@ -350,7 +383,7 @@ def _low_rank_evidences(X, Y, C, kernel, inducing, random_state) -> tuple[Eviden
         warnings.warn(_UNTRUSTED_NORMALIZATION["annealed"].format(ess=norm.ess, n_runs=norm.n_runs),
                       RuntimeWarning, stacklevel=4)
     evidences = []
-    for y_pm in Y:
+    for y_pm in data.Y:
         # one run serves ln Q(D) and the posterior, so it converges the sites (log_z_tol = 0), as the full
         # path's posterior does
         naive = low_rank_naive_evidence_and_gradient(x, X_, Z_, jnp.asarray(y_pm), kernel, zero_sites(X.shape[0]),
@@ -409,14 +442,17 @@ def log_evidence_one_vs_rest(X, y, *, C: float = 1.0, kernel: Kernel | None = No
     X, y : training inputs and labels of two or more classes; C, kernel, random_state, inducing : as in
     :func:`log_evidence`. Two classes give one problem, the same numbers as :func:`log_evidence`.
     """
-    X = check_inputs(X)
-    Y, classes = one_vs_rest_labels(y, X.shape[0])
+    data = training_data(X, y)
+    C, kernel = check_positive(C, "C"), check_kernel(RBF() if kernel is None else kernel, data.X.shape[1])
+    return one_vs_rest_evidence(data, C, kernel, random_state=random_state, inducing=inducing)
+
+
+def one_vs_rest_evidence(data: TrainingData, C: float, kernel: Kernel, *, random_state=0,
+                         inducing=None) -> OneVsRestEvidence:
+    """:func:`log_evidence_one_vs_rest` on validated data at a valid (C, kernel)."""
     if inducing is not None:
-        return OneVsRestEvidence(classes, _low_rank_evidences(X, Y, C, kernel, inducing, random_state))
-    fits = [fit_map(X, y_pm, C=C, kernel=kernel) for y_pm in Y]
-    norm = _training_normalization(fits[0], "annealed", "training", 2000, 500, random_state)
-    return OneVsRestEvidence(classes, tuple(_evidence_at_fit(fit, norm, "ep", "regularized", "annealed", random_state)
-                                            for fit in fits))
+        return OneVsRestEvidence(data.classes, _low_rank_evidences(data, C, kernel, inducing, random_state))
+    return OneVsRestEvidence(data.classes, evidences_at(data, C, kernel, random_state=random_state))
 
 
 def _warn_outside_range(terms: NaiveEvidenceTerms, n_marginal: int, n: int, determinant: str) -> None:
@@ -425,7 +461,7 @@ def _warn_outside_range(terms: NaiveEvidenceTerms, n_marginal: int, n: int, dete
             f"the {determinant} Laplace determinant is degenerate (singular K_m or a marginal alpha at a bound): "
             f"ln Q(D) = {float(terms.value)}. Use determinant='regularized'.",
             RuntimeWarning,
-            stacklevel=5,  # _warn_outside_range, _evidence_at_fit, log_evidence, its float64 wrapper, the caller
+            stacklevel=6,  # _warn_outside_range, _evidence_at_fit, evidences_at, log_evidence, float64, the caller
         )
     share = n_marginal / n
     if share > LAPLACE_MARGINAL_SHARE:
@@ -436,5 +472,5 @@ def _warn_outside_range(terms: NaiveEvidenceTerms, n_marginal: int, n: int, dete
             "nats at this share (measured against annealed sampling on six data sets of 80 points). Use "
             "approximation='ep' (the default), or 'sampled' to check.",
             RuntimeWarning,
-            stacklevel=5,
+            stacklevel=6,
         )

@@ -20,7 +20,7 @@ from .._validation import check_inputs, check_kernel
 from ..hyperparameters import pairwise_distances
 from ..kernels import Kernel, make_kernel
 
-__all__ = ["AXES", "Grid", "GridEdgeWarning", "default_grid", "resolve_grid", "kernel_template", "edge_axes",
+__all__ = ["AXES", "Grid", "GridEdgeWarning", "default_grid", "grid_for", "resolve_grid", "kernel_template", "edge_axes",
            "extended"]
 
 #: the grid's axes, in surface order
@@ -96,8 +96,11 @@ def default_grid(X, kernel="rbf") -> Grid:
     * offset ratio k_b / k0: 1 (held fixed; pass an ``offset_ratio`` axis to
       select the offset too -- each value costs one more set of solves).
     """
-    X = check_inputs(X)
-    template = kernel_template(kernel)
+    return grid_for(check_inputs(X), kernel_template(kernel))
+
+
+def grid_for(X: np.ndarray, template: Kernel) -> Grid:
+    """:func:`default_grid` for validated inputs and a kernel family."""
     small = X.shape[0] < _SMALL_PROBLEM
     name = template.shape_parameter
     if name == "length_scale":
@@ -118,10 +121,10 @@ def default_grid(X, kernel="rbf") -> Grid:
 
 
 def resolve_grid(grid, X, template: Kernel) -> Grid:
-    """A :class:`Grid` from ``None``, a Grid, or a mapping that overrides some default axes."""
+    """A :class:`Grid` from ``None``, a Grid, or a mapping that overrides some default axes (validated inputs X)."""
     if isinstance(grid, Grid):
         return grid
-    defaults = default_grid(X, template)
+    defaults = grid_for(X, template)
     if grid is None:
         return defaults
     if not isinstance(grid, Mapping):

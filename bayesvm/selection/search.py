@@ -38,7 +38,7 @@ from scipy.optimize import minimize
 
 from .._json import finite_or_none
 from .._precision import float64
-from .._validation import one_vs_rest_labels
+from .._validation import TrainingData
 from ..evidence.ep import EP_LOOPS
 from ..evidence.ep_gradient import EPSites, zero_sites
 from ..evidence.log_evidence import Evidence, OneVsRestEvidence
@@ -463,18 +463,17 @@ def hyperparameter_dict(C: float, kernel: Kernel) -> dict:
 
 
 @float64
-def select_by_search(X, y, template: Kernel, *, space: SearchSpace, starts: np.ndarray,
+def select_by_search(data: TrainingData, template: Kernel, *, space: SearchSpace, starts: np.ndarray,
                      options: SearchOptions = SearchOptions(), prior: FullPrior | InducingPrior = FullPrior(),
                      random_state: int = 0, progress=None) -> SearchSelection:
     """Search, then re-evaluate the starts' end points best first until one passes the tests of :mod:`bayesvm.selection.trust`.
 
-    X, y: the training inputs and their labels (as the user gave them). Two classes are one binary problem; k >= 3
-    classes are k one-vs-rest problems that share the hyperparameters, chosen by their summed evidence
-    (:func:`maximize_evidence`; theory: "More than two classes"). If none passes, the best is returned with
-    warnings that say which test failed.
+    data: the validated training data (:func:`bayesvm._validation.training_data`). Two classes are one binary
+    problem; k >= 3 classes are k one-vs-rest problems that share the hyperparameters, chosen by their summed
+    evidence (:func:`maximize_evidence`; theory: "More than two classes"). If none passes, the best is returned
+    with warnings that say which test failed.
     """
-    Y, _ = one_vs_rest_labels(y, X.shape[0])
-    search = maximize_evidence(X, Y, template, space=space, starts=starts, options=options, prior=prior,
+    search = maximize_evidence(data.X, data.Y, template, space=space, starts=starts, options=options, prior=prior,
                                random_state=random_state, progress=progress)
     started = time.perf_counter()
     for i, message in enumerate(search.messages):
@@ -492,7 +491,7 @@ def select_by_search(X, y, template: Kernel, *, space: SearchSpace, starts: np.n
     checked = []
     for step in candidates:
         C, kernel = search.hyperparameters(step)
-        evidence, report = check_point(X, y, C, kernel, step.log_normalization, random_state=random_state,
+        evidence, report = check_point(data, C, kernel, step.log_normalization, random_state=random_state,
                                        **prior.evidence_options)
         checked.append((step, C, kernel, evidence, report))
         if report.trusted:

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._precision import float64
-from .._validation import check_inputs, one_vs_rest_labels
+from .._validation import TrainingData, training_data
 from ..evidence.approximations import NAIVE_ESTIMATORS
 from .cross_validation import select_by_cv
 from .grid import kernel_template, resolve_grid
@@ -34,7 +34,7 @@ from .search import SearchSelection, default_starts, select_by_search
 from .search_priors import prior_for
 from .surface import EvidenceSurface
 
-__all__ = ["METHODS", "GRID_NORMALIZATIONS", "GridEstimators", "GridOptions", "select_hyperparameters"]
+__all__ = ["METHODS", "GRID_NORMALIZATIONS", "GridEstimators", "GridOptions", "select_hyperparameters", "select_for"]
 
 METHODS = ("search", "grid", "cv")
 #: the ln N(D) estimators the grid can use on every cell
@@ -121,9 +121,17 @@ def select_hyperparameters(
     random_state : seed of the samplers and the CV folds.
     progress : called as ``progress(done, total)`` as the work proceeds.
     """
-    X = check_inputs(X)
-    Y, classes = one_vs_rest_labels(y, X.shape[0])
-    template = kernel_template(kernel)
+    return select_for(training_data(X, y), kernel_template(kernel), method=method, grid=grid, estimators=estimators,
+                      options=options, cv=cv, inducing=inducing, random_state=random_state, progress=progress)
+
+
+def select_for(data: TrainingData, template: Kernel, *, method: str = "search", grid=None,
+               estimators: GridEstimators = GridEstimators(), options: GridOptions = GridOptions(), cv: int = 5,
+               inducing="auto", random_state: int = 0,
+               progress: Callable[[int, int], None] | None = None) -> SearchSelection | EvidenceSurface:
+    """:func:`select_hyperparameters` on validated training data (:func:`bayesvm._validation.training_data`) within
+    the kernel family ``template``: what the estimator calls, so that its inputs are validated once, by it."""
+    X, Y, classes = data
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
     if is_ard(template) and method != "search":
@@ -136,7 +144,7 @@ def select_hyperparameters(
     if method == "search":
         space = _search_space(X, template, grid)
         prior = prior_for(X, inducing, random_state=random_state)
-        return select_by_search(X, y, template, space=space, starts=default_starts(space, X, template), prior=prior,
+        return select_by_search(data, template, space=space, starts=default_starts(space, X, template), prior=prior,
                                 random_state=random_state, progress=progress)
     if inducing not in (None, "auto"):
         raise ValueError(f"inducing inputs are used by method='search' only; got method={method!r}")

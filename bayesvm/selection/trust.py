@@ -25,7 +25,8 @@ from __future__ import annotations
 import warnings
 from typing import NamedTuple
 
-from ..evidence.log_evidence import Evidence, OneVsRestEvidence, log_evidence_one_vs_rest
+from .._validation import TrainingData
+from ..evidence.log_evidence import Evidence, OneVsRestEvidence, one_vs_rest_evidence
 from ..kernels import Kernel
 
 __all__ = ["NORMALIZATION_TOLERANCE", "TrustReport", "check_point", "warn_untrusted"]
@@ -56,19 +57,19 @@ class TrustReport(NamedTuple):
         return self.runs_agree and self.normalization_agrees and self.naive_converged
 
 
-def check_point(X, y, C: float, kernel: Kernel, search_log_normalization: float,
+def check_point(data: TrainingData, C: float, kernel: Kernel, search_log_normalization: float,
                 *, random_state=0, inducing=None) -> tuple[Evidence | OneVsRestEvidence, TrustReport]:
     """The evidence at (C, kernel) by :func:`bayesvm.log_evidence`'s defaults, and the tests of the module docstring.
 
     The same call a fixed-hyperparameter :class:`~bayesvm.BayesianSVC` makes, so
     a selected and a fixed estimator report the same estimator at the same point;
-    ``inducing`` as in :func:`bayesvm.log_evidence` (the low-rank prior). Labels of
-    two classes give an :class:`Evidence`; of k >= 3 classes, the
+    ``inducing`` as in :func:`bayesvm.log_evidence` (the low-rank prior). ``data``: the validated training
+    data; two classes give an :class:`Evidence`, k >= 3 classes the
     :class:`OneVsRestEvidence` of the k one-vs-rest problems, whose ln Q(D) must all converge.
     """
     with warnings.catch_warnings():  # failures are reported by the report, once
         warnings.simplefilter("ignore", RuntimeWarning)
-        evidence = log_evidence_one_vs_rest(X, y, C=C, kernel=kernel, random_state=random_state, inducing=inducing)
+        evidence = one_vs_rest_evidence(data, C, kernel, random_state=random_state, inducing=inducing)
     shared = evidence.problems[0]  # ln N(D) is one estimate for every problem
     agrees = abs(search_log_normalization - shared.log_normalization) <= max(
         NORMALIZATION_TOLERANCE, 3.0 * shared.log_normalization_se

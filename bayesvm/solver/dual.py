@@ -58,7 +58,7 @@ from ..kernels import RBF, Kernel, gram_matrix
 
 Array = jax.Array
 
-__all__ = ["DualSolution", "MapSVM", "solve_dual", "solve_dual_batch", "solve_dual_boxes", "fit_map", "kkt_violation"]
+__all__ = ["DualSolution", "MapSVM", "solve_dual", "solve_dual_batch", "solve_dual_boxes", "fit_map", "fit_map_on_gram", "kkt_violation"]
 
 #: tolerance of the coordinate-ascent phase before the first exact polish
 _INITIAL_ASCENT_TOL = 0.1
@@ -358,13 +358,20 @@ def fit_map(X, y, *, C: float = 1.0, kernel: Kernel | None = None, tol: float = 
     C = check_positive(C, "C")
     kernel = check_kernel(RBF() if kernel is None else kernel, X.shape[1])
     tol = check_positive(tol, "tol")
-    K = gram_matrix(kernel, jnp.asarray(X))
+    return fit_map_on_gram(gram_matrix(kernel, jnp.asarray(X)), X, y_pm, classes, C, kernel, tol=tol,
+                           max_iter=max_iter, stacklevel=4)
+
+
+def fit_map_on_gram(K, X: np.ndarray, y_pm: np.ndarray, classes: np.ndarray, C: float, kernel: Kernel, *,
+                    tol: float = 1e-8, max_iter: int | None = None, stacklevel: int = 2) -> MapSVM:
+    """:func:`fit_map` on validated data whose prior covariance K = kernel(X, X) is already built (the layers
+    below a public entry point, which share one Gram matrix between several fits and estimates)."""
     solution = _solve_adaptive(_ascend_jit, _finish_jit, K, jnp.asarray(y_pm), jnp.asarray(C), tol, max_iter)
     if not bool(solution.converged):
         warnings.warn(
             f"the SVM dual solver stopped at KKT violation {float(solution.kkt_violation):.2e} > tol={tol:g}; "
             "raise max_iter or loosen tol. The marginal set (and so the evidence) may be inexact.",
             RuntimeWarning,
-            stacklevel=3,  # fit_map, its float64 wrapper, the caller
+            stacklevel=stacklevel,
         )
     return MapSVM(X=X, y=y_pm, classes=classes, kernel=kernel, C=C, solution=solution)
