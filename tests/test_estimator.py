@@ -127,3 +127,39 @@ def test_inconsistent_parameters_are_refused(data):
         BayesianSVC(**FIXED, probability="platt").fit(X, np.arange(60) % 2)
     with pytest.raises(ValueError, match="no shape parameter"):
         BayesianSVC(kernel="linear", length_scale=1.0).fit(X, np.arange(60) % 2)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_fit_validates_the_training_data_once(n_classes):
+    """Only the estimator's entry validates X, y and the fixed hyperparameters: each check of the data and the
+    hyperparameters runs at most once, and none re-checks X (scikit-learn's validate_data did)."""
+    import collections
+    import sys
+
+    import bayesvm._validation as validation
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(45, 2))
+    y = np.arange(45) % n_classes
+    X[:, 0] += y
+    calls = collections.Counter()
+
+    def count(frame, event, arg):
+        name = frame.f_code.co_name
+        if event == "call" and frame.f_code.co_filename == validation.__file__ and not name.startswith("<"):
+            calls[name] += 1
+
+    model = BayesianSVC(C=1.0, amplitude=2.0, offset=2.0, length_scale=1.0)
+    sys.setprofile(count)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            model.fit(X, y)
+    finally:
+        sys.setprofile(None)
+    assert np.isfinite(model.log_evidence_)
+    data_and_hyperparameter_checks = ("one_vs_rest_labels", "check_class_labels", "check_labels", "check_inputs",
+                                      "training_data", "check_vector", "check_kernel", "check_positive")
+    assert calls["one_vs_rest_labels"] == 1, dict(calls)
+    assert all(calls[name] <= 1 for name in data_and_hyperparameter_checks), dict(calls)
+    assert calls["check_inputs"] == 0 and calls["training_data"] == 0, dict(calls)

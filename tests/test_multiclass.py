@@ -3,12 +3,14 @@
 import itertools
 import warnings
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy.optimize import minimize
 from sklearn.datasets import load_iris
 from sklearn.preprocessing import StandardScaler
 
+from bayesvm._precision import float64_scope
 from bayesvm.coupling import COUPLINGS, couple_one_vs_rest
 from bayesvm.estimator import BayesianSVC
 from bayesvm.evidence.log_evidence import log_evidence, log_evidence_one_vs_rest
@@ -159,3 +161,50 @@ def test_grid_and_cv_take_two_classes_only(iris):
         BayesianSVC(**FIXED).fit(X, np.zeros(X.shape[0]))
     with pytest.raises(ValueError, match="exactly two"):
         log_evidence(X, y, C=1.0, kernel=KERNEL)
+
+
+@pytest.mark.parametrize("prior", ["full", "low-rank"])
+def test_k_problems_in_one_ep_batch_equal_k_separate_runs(prior):
+    """The search's ln Q(D) of k one-vs-rest problems (one K(x), one vector-Jacobian product for the summed
+    cotangent) gives each problem's value and sites as its own run does, and the sum of their gradients."""
+    from bayesvm.evidence.ep_gradient import (
+        batched_sites, ep_naive_evidence_and_gradient, ep_naive_evidences_and_gradient, zero_sites)
+    from bayesvm.evidence.ep_low_rank import (
+        low_rank_naive_evidence_and_gradient, low_rank_naive_evidences_and_gradient)
+
+    X, y = load_iris(return_X_y=True)
+    X, y = X[::2], y[::2]
+    Y = np.where(y[None, :] == np.arange(3)[:, None], 1.0, -1.0)
+    x = jnp.log(jnp.array([1.0, 3.0, 1.0, 1.5]))
+    template = RBF()
+    loop = {"tol": 1e-10, "log_z_tol": 0.0, "max_iter": 500}
+    Z = jnp.asarray(X[::5])
+    with float64_scope():
+        if prior == "full":
+            single = [ep_naive_evidence_and_gradient(x, X, y_pm, template, zero_sites(X.shape[0]), **loop)
+                      for y_pm in Y]
+            batch = ep_naive_evidences_and_gradient(x, X, Y, template, batched_sites([zero_sites(X.shape[0])] * 3),
+                                                    **loop)
+        else:
+            single = [low_rank_naive_evidence_and_gradient(x, X, Z, y_pm, template, zero_sites(X.shape[0]), **loop)
+                      for y_pm in Y]
+            batch = low_rank_naive_evidences_and_gradient(x, X, Z, Y, template,
+                                                          batched_sites([zero_sites(X.shape[0])] * 3), **loop)
+    assert np.all(np.asarray(batch.converged))
+    np.testing.assert_allclose(np.asarray(batch.value), [float(s.value) for s in single], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(np.asarray(batch.sites.precision), np.stack([s.sites.precision for s in single]),
+                               rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(np.asarray(batch.gradient), np.sum([np.asarray(s.gradient) for s in single], axis=0),
+                               rtol=1e-7, atol=1e-8)
+    assert list(np.asarray(batch.n_iter)) == [int(s.n_iter) for s in single]
+
+
+def test_the_search_takes_only_estimators_with_a_gradient_along_a_path():
+    from bayesvm.evidence.approximations import AnnealedNormalization, EPNaive, path_estimators
+
+    naive, normalization = path_estimators("ep", "annealed", tol=1e-3, key=7, options={"n_particles": 8})
+    assert naive == EPNaive(tol=1e-3) and normalization == AnnealedNormalization(key=7, options={"n_particles": 8})
+    with pytest.raises(ValueError, match=r"approximation 'laplace' has none along a path. Use one of \('ep',\)"):
+        path_estimators("laplace", "annealed")
+    with pytest.raises(ValueError, match=r"normalization 'prior' has none along a path. Use one of \('annealed',\)"):
+        path_estimators("ep", "prior")

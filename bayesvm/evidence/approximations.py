@@ -33,6 +33,14 @@ stand-in inputs' Gram matrix):
 * ``"annealed-stand-in"``: tempered SMC;
 * ``"prior"``: plain sampling from the prior with common random numbers
   across the cells; biased low by many nats at realistic n.
+
+Along a search path (:mod:`bayesvm.selection.search`), where the
+hyperparameters move and the exact gradient in the search coordinates is
+needed, two of them serve, through their ``along_path`` method on the full
+prior or the low-rank one: ``"ep"`` for ln Q(D) (warm-started, k problems
+sharing one K(x); :mod:`bayesvm.evidence.ep_gradient`) and ``"annealed"``
+for ln N(D) (reweighted tempered-SMC particles; :mod:`bayesvm.normalization.path`).
+:func:`path_estimators` hands them out by name.
 """
 
 from __future__ import annotations
@@ -57,6 +65,11 @@ from ..normalization.annealing import (
     target_standard_error,
 )
 from .ep import EP_LOOPS, ep_log_z_batch
+from .ep_gradient import EPSites, NaiveEvidenceGradient, ep_naive_evidences_and_gradient
+from .ep_low_rank import low_rank_naive_evidences_and_gradient
+from ..kernels import Kernel
+from ..normalization.low_rank import LowRankNormalizationPath
+from ..normalization.path import ANCHOR_ANNEALING, NormalizationPath, ReweightedPath
 from .laplace import DETERMINANTS, NaiveEvidenceTerms, laplace_factor, laplace_log_naive_evidence
 from ..normalization.draws import draws_from_base, log_normalization_from_draws
 from ..solver.dual import solve_dual_boxes
@@ -69,6 +82,7 @@ __all__ = [
     "STAND_IN_ESTIMATORS",
     "naive_estimator",
     "normalization_estimator",
+    "path_estimators",
 ]
 
 #: cells per compiled EP or dual-solver batch; the last batch is padded by repetition, so every block of
@@ -177,6 +191,23 @@ class EPNaive:
     def __call__(self, cells: Cells) -> Estimate:
         return _ep_estimate(cells, "labels", self.tol, self.log_z_tol)
 
+    def along_path(self, X, template: Kernel, inducing=None) -> Callable[..., NaiveEvidenceGradient]:
+        """ln Q(D) of k problems on the inputs X (n, d) and the gradient of their sum in the search coordinates, as
+        ``naive(x, Y, sites, damping, max_iter)`` (Y (k, n) in -1/+1, sites their (k, n) warm starts): on the full
+        prior (:func:`bayesvm.evidence.ep_gradient.ep_naive_evidences_and_gradient`) or, given ``inducing`` inputs
+        (m, d), on the low-rank one (:func:`bayesvm.evidence.ep_low_rank.low_rank_naive_evidences_and_gradient`)."""
+        X = jnp.asarray(X, dtype=jnp.float64)
+        loop = {"tol": self.tol, "log_z_tol": self.log_z_tol}
+
+        def naive(x, Y, sites: EPSites, damping: float, max_iter: int) -> NaiveEvidenceGradient:
+            if inducing is None:
+                return ep_naive_evidences_and_gradient(x, X, Y, template, sites, damping=damping, max_iter=max_iter,
+                                                       **loop)
+            return low_rank_naive_evidences_and_gradient(x, X, jnp.asarray(inducing), Y, template, sites,
+                                                         damping=damping, max_iter=max_iter, **loop)
+
+        return naive
+
 
 @dataclass(frozen=True)
 class LaplaceNaive:
@@ -261,6 +292,17 @@ class AnnealedNormalization:
                                                          key=self.key, **options))
         return _from_annealing(results)
 
+    def along_path(self, X, template: Kernel, inducing=None) -> ReweightedPath:
+        """ln N(D) over the inputs X (n, d) with its gradient along a search path: tempered SMC at anchors
+        (``options``: its budget there, by default ``ANCHOR_ANNEALING``) and their particles reweighted in between,
+        on the full prior (:class:`bayesvm.normalization.path.NormalizationPath`) or, given ``inducing`` inputs,
+        the low-rank one (:class:`bayesvm.normalization.low_rank.LowRankNormalizationPath`)."""
+        X = jnp.asarray(X, dtype=jnp.float64)
+        annealing = dict(self.options or ANCHOR_ANNEALING)
+        if inducing is None:
+            return NormalizationPath(X, template, key=self.key, annealing=annealing)
+        return LowRankNormalizationPath(X, jnp.asarray(inducing), template, key=self.key, annealing=annealing)
+
 
 @dataclass(frozen=True)
 class AnnealedStandInNormalization:
@@ -337,6 +379,21 @@ def naive_estimator(name: str, **options) -> Callable[[Cells], Estimate]:
     """The ln Q(D) estimator called ``name`` (``"ep"``, ``"laplace"``, ``"sampled"``) with those of
     ``options`` it takes (``determinant``, ``key``, ``log_z_tol``, ``tol``, ``options``)."""
     return _make(NAIVE_ESTIMATORS, "approximation", name, options)
+
+
+def path_estimators(approximation: str, normalization: str, **options):
+    """The named estimators of ln Q(D) and ln N(D) for a search path: those with an ``along_path`` method (an exact
+    gradient in the search coordinates); ``options`` as in :func:`naive_estimator` and
+    :func:`normalization_estimator`."""
+    estimators = (naive_estimator(approximation, **options), normalization_estimator(normalization, **options))
+    for (kind, name, registry), estimator in zip((("approximation", approximation, NAIVE_ESTIMATORS),
+                                                  ("normalization", normalization, NORMALIZATION_ESTIMATORS)),
+                                                 estimators):
+        if not hasattr(estimator, "along_path"):
+            able = tuple(k for k, cls in registry.items() if hasattr(cls, "along_path"))
+            raise ValueError(f"a search climbs the exact gradient of ln P(D); the {kind} {name!r} has none along a "
+                             f"path. Use one of {able}, or a grid (method='grid')")
+    return estimators
 
 
 def normalization_estimator(name: str, **options) -> Callable[[Cells], Estimate]:

@@ -20,7 +20,8 @@ left. Two parts depend on the hyperparameters:
 
 The EP run itself starts from the sites of the previous point of the search
 (a warm start), which is what makes an evaluation cost a few factorisations
-rather than a cold run's dozens.
+rather than a cold run's dozens. k binary problems on the same inputs (one
+per class, one-vs-rest) share one K(x) and one vector-Jacobian product.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ from ..kernels import Kernel
 
 Array = jax.Array
 
-__all__ = ["EPSites", "NaiveEvidenceGradient", "ep_naive_evidence_and_gradient", "zero_sites"]
+__all__ = ["EPSites", "NaiveEvidenceGradient", "batched_sites", "ep_naive_evidence_and_gradient",
+           "ep_naive_evidences_and_gradient", "zero_sites"]
 
 
 class EPSites(NamedTuple):
@@ -60,6 +62,8 @@ def zero_sites(n: int) -> EPSites:
 class NaiveEvidenceGradient(NamedTuple):
     """ln Q(D) by EP at one point, its gradient in the search coordinates, and the work it took.
 
+    For k problems at once (:func:`ep_naive_evidences_and_gradient`) every field but the gradient (that of the
+    sum of their ln Q(D)) has a leading axis of k.
     sites: the converged sites (the next evaluation's warm start).
     n_iter: EP sweeps (parallel updates of every site); each factorises B once.
     n_factorizations: Cholesky factorisations of n x n matrices, sweeps included.
@@ -110,44 +114,82 @@ def ep_naive_evidence_and_gradient(
     sites: the warm start (:func:`zero_sites` for a cold one). The
     tolerances are those of EP's loop (see :func:`bayesvm.evidence.ep.run_ep`); the
     gradient is exact at the fixed point, so it is as accurate as the sites
-    are converged. The problem is padded to :func:`bayesvm._linalg.problem_size` (n)
-    with flat sites (:func:`bayesvm.evidence.ep.flat_at_padding`), which changes
-    neither the value nor the gradient, so that nearby n share one compiled program;
-    the returned sites are the n data entries'.
+    are converged. The one-problem case of :func:`ep_naive_evidences_and_gradient`.
+    """
+    batch = ep_naive_evidences_and_gradient(x, X, jnp.asarray(y)[None, :], template, batched_sites([sites]),
+                                            damping=damping, max_iter=max_iter, tol=tol, log_z_tol=log_z_tol)
+    return NaiveEvidenceGradient(batch.value[0], batch.gradient, EPSites(batch.sites.precision[0], batch.sites.shift[0]),
+                                 batch.converged[0], batch.n_iter[0], batch.n_factorizations[0])
+
+
+def batched_sites(sites: list[EPSites]) -> EPSites:
+    """The sites of k problems stacked into (k, n) arrays."""
+    return EPSites(*(jnp.stack([jnp.asarray(s[i], dtype=jnp.float64) for s in sites]) for i in range(2)))
+
+
+@float64
+def ep_naive_evidences_and_gradient(
+    x: Array,
+    X: Array,
+    Y: Array,
+    template: Kernel,
+    sites: EPSites,
+    *,
+    damping: float = 0.5,
+    max_iter: int = 200,
+    tol: float = 1e-6,
+    log_z_tol: float = 1e-7,
+) -> NaiveEvidenceGradient:
+    """EP's ln Q(D_c) of k binary problems on the same inputs, and the gradient of their sum sum_c ln Q(D_c).
+
+    Y: (k, n) labels in {-1, +1}; sites: their warm starts as (k, n) arrays (:func:`batched_sites`). K(x) is
+    built once and its vector-Jacobian product applied once, to the summed d ln Z / dK of the k problems; the
+    problems run one after the other (a scan: one n x n posterior in memory at a time). Returns value, sites,
+    converged, n_iter and n_factorizations per problem and the summed gradient. The problem is padded to
+    :func:`bayesvm._linalg.problem_size` (n) with flat sites (:func:`bayesvm.evidence.ep.flat_at_padding`),
+    which changes neither the values nor the gradient, so that nearby n share one compiled program; the returned
+    sites are the n data entries'.
     """
     X = jnp.asarray(X, dtype=jnp.float64)
     n = X.shape[0]
     size = _linalg.problem_size(n)
     mask = _linalg.padding_mask(n, size)
-    y = _linalg.pad_labels(jnp.asarray(y, dtype=X.dtype), size)
-    padded_sites = EPSites(*(_linalg.pad_vector(jnp.asarray(s, dtype=X.dtype), size) for s in sites))
-    result = _padded_naive_evidence_and_gradient(
-        jnp.asarray(x, dtype=X.dtype), _linalg.pad_rows(X, size), y, mask, template, padded_sites,
+    Y = jnp.stack([_linalg.pad_labels(y, size) for y in jnp.asarray(Y, dtype=X.dtype)])
+    padded_sites = EPSites(*(jnp.stack([_linalg.pad_vector(row, size) for row in s]) for s in sites))
+    result = _padded_naive_evidences_and_gradient(
+        jnp.asarray(x, dtype=X.dtype), _linalg.pad_rows(X, size), Y, mask, template, padded_sites,
         damping, max_iter, tol, log_z_tol,
     )
-    return result._replace(sites=EPSites(result.sites.precision[:n], result.sites.shift[:n]))
+    return result._replace(sites=EPSites(result.sites.precision[:, :n], result.sites.shift[:, :n]))
 
 
 @jax.jit
-def _padded_naive_evidence_and_gradient(x, X, y, mask, template, sites, damping, max_iter, tol, log_z_tol):
-    """:func:`ep_naive_evidence_and_gradient` on inputs padded to a static size, with the 0/1 data ``mask``."""
+def _padded_naive_evidences_and_gradient(x, X, Y, mask, template, sites, damping, max_iter, tol, log_z_tol):
+    """:func:`ep_naive_evidences_and_gradient` on inputs padded to a static size, with the 0/1 data ``mask``."""
     K, gram_vjp = jax.vjp(lambda x: _linalg.unit_padding(kernel_at(template, x)(X), mask), x)
     C = penalty_at(x)
-    start = (sites.precision, sites.shift)
-    moments = flat_at_padding(label_sites(y, C), mask)
-    state = ep_loop_gram(K, moments, False, damping, max_iter, tol, log_z_tol, start)
-    tau, shift, post = state.site_precision, state.site_shift, state.posterior
-    # Gaussian part: d ln Z / dK = 1/2 (b b^T - R)
-    sqrt_pos, chol, _ = positive_part(K, tau)
-    b = shift - tau * post.mean
-    R = sqrt_pos[:, None] * cho_solve((chol, True), jnp.diag(sqrt_pos))
-    (grad_kernel,) = gram_vjp(0.5 * (jnp.outer(b, b) - R))
-    gradient = grad_kernel + tilted_gradient(post, tau, shift, y, x, mask)
+
+    def problem(summed, inputs):
+        y, precision, shift = inputs
+        moments = flat_at_padding(label_sites(y, C), mask)
+        state = ep_loop_gram(K, moments, False, damping, max_iter, tol, log_z_tol, (precision, shift))
+        tau, shift, post = state.site_precision, state.site_shift, state.posterior
+        # Gaussian part: d ln Z / dK = 1/2 (b b^T - R)
+        sqrt_pos, chol, _ = positive_part(K, tau)
+        b = shift - tau * post.mean
+        R = sqrt_pos[:, None] * cho_solve((chol, True), jnp.diag(sqrt_pos))
+        cotangent, tilted = summed
+        summed = (cotangent + 0.5 * (jnp.outer(b, b) - R), tilted + tilted_gradient(post, tau, shift, y, x, mask))
+        return summed, (state.log_z, EPSites(tau, shift), state.converged, state.n_iter)
+
+    (cotangent, tilted), (log_z, new_sites, converged, n_iter) = jax.lax.scan(
+        problem, (jnp.zeros_like(K), jnp.zeros_like(x)), (Y, sites.precision, sites.shift))
+    (grad_kernel,) = gram_vjp(cotangent)
     return NaiveEvidenceGradient(
-        value=state.log_z,
-        gradient=gradient,
-        sites=EPSites(tau, shift),
-        converged=state.converged,
-        n_iter=state.n_iter,
-        n_factorizations=state.n_iter + 2,
+        value=log_z,
+        gradient=grad_kernel + tilted,
+        sites=new_sites,
+        converged=converged,
+        n_iter=n_iter,
+        n_factorizations=n_iter + 2,
     )

@@ -79,7 +79,7 @@ from jax.scipy.linalg import cho_solve, solve_triangular
 from .._precision import float64
 from .ep import ep_loop, label_sites, nu_sites
 from .ep_posterior import GaussianPosterior
-from .ep_gradient import EPSites, NaiveEvidenceGradient, tilted_gradient
+from .ep_gradient import EPSites, NaiveEvidenceGradient, batched_sites, tilted_gradient
 from ..hyperparameters import kernel_at, penalty_at
 from ..kernels import Kernel
 from ..low_rank import LowRankPrior, low_rank_prior, low_rank_prior_at
@@ -91,6 +91,7 @@ __all__ = [
     "low_rank_posterior",
     "prior_variances",
     "low_rank_naive_evidence_and_gradient",
+    "low_rank_naive_evidences_and_gradient",
     "low_rank_predictor",
     "low_rank_predict",
     "WeightGaussian",
@@ -154,7 +155,6 @@ def _gaussian_log_z(prior: LowRankPrior, tau: Array, shift: Array) -> Array:
 
 
 @float64
-@partial(jax.jit, static_argnames=("kind",))
 def low_rank_naive_evidence_and_gradient(
     x: Array,
     X: Array,
@@ -180,27 +180,64 @@ def low_rank_naive_evidence_and_gradient(
     per sweep and O(n r) memory, r = m + 1. The gradient is exact at the
     fixed point (module docstring). ``n_factorizations`` counts r x r
     Cholesky factorisations: K_mm, the start, one per sweep, one for the
-    gradient (a warm start whose posterior is improper adds one).
+    gradient (a warm start whose posterior is improper adds one). The one-problem case of
+    :func:`low_rank_naive_evidences_and_gradient`.
     """
+    batch = low_rank_naive_evidences_and_gradient(x, X, Z, jnp.asarray(y)[None, :], template, batched_sites([sites]),
+                                                  kind=kind, damping=damping, max_iter=max_iter, tol=tol,
+                                                  log_z_tol=log_z_tol)
+    return NaiveEvidenceGradient(batch.value[0], batch.gradient, EPSites(batch.sites.precision[0], batch.sites.shift[0]),
+                                 batch.converged[0], batch.n_iter[0], batch.n_factorizations[0])
+
+
+@float64
+@partial(jax.jit, static_argnames=("kind",))
+def low_rank_naive_evidences_and_gradient(
+    x: Array,
+    X: Array,
+    Z: Array,
+    Y: Array,
+    template: Kernel,
+    sites: EPSites,
+    *,
+    kind: str = "fitc",
+    damping: float = 0.5,
+    max_iter: int = 200,
+    tol: float = 1e-6,
+    log_z_tol: float = 1e-7,
+) -> NaiveEvidenceGradient:
+    """:func:`low_rank_naive_evidence_and_gradient` for k binary problems on the same inputs (Y (k, n), sites as
+    (k, n) arrays): the low-rank prior is built once and its vector-Jacobian product applied once, to the summed
+    cotangent; the problems run one after the other. Per-problem fields and the gradient of the summed ln Q(D),
+    as :func:`bayesvm.evidence.ep_gradient.ep_naive_evidences_and_gradient`."""
     X, Z = jnp.asarray(X, dtype=jnp.float64), jnp.asarray(Z, dtype=jnp.float64)
-    y = jnp.asarray(y, dtype=jnp.float64)
+    Y = jnp.asarray(Y, dtype=jnp.float64)
     x = jnp.asarray(x, dtype=jnp.float64)
     prior, prior_vjp = jax.vjp(lambda x: low_rank_prior_at(x, X, Z, template, kind), x)
     C = penalty_at(x)
     posterior = partial(low_rank_posterior, prior)
-    start = (sites.precision, sites.shift)
-    state = ep_loop(
-        posterior, prior_variances(prior), label_sites(y, C), False, damping, max_iter, tol, log_z_tol, start
-    )
-    tau, shift, post = state.site_precision, state.site_shift, state.posterior
-    (grad_prior,) = prior_vjp(jax.grad(_gaussian_log_z)(prior, tau, shift))
+
+    def problem(summed, inputs):
+        y, precision, shift = inputs
+        state = ep_loop(posterior, prior_variances(prior), label_sites(y, C), False, damping, max_iter, tol,
+                        log_z_tol, (precision, shift))
+        tau, shift, post = state.site_precision, state.site_shift, state.posterior
+        cotangent, tilted = summed
+        cotangent = jax.tree_util.tree_map(jnp.add, cotangent, jax.grad(_gaussian_log_z)(prior, tau, shift))
+        summed = (cotangent, tilted + tilted_gradient(post, tau, shift, y, x))
+        return summed, (state.log_z, EPSites(tau, shift), state.converged, state.n_iter)
+
+    zero = (jax.tree_util.tree_map(jnp.zeros_like, prior), jnp.zeros_like(x))
+    (cotangent, tilted), (log_z, new_sites, converged, n_iter) = jax.lax.scan(
+        problem, zero, (Y, sites.precision, sites.shift))
+    (grad_prior,) = prior_vjp(cotangent)
     return NaiveEvidenceGradient(
-        value=state.log_z,
-        gradient=grad_prior + tilted_gradient(post, tau, shift, y, x),
-        sites=EPSites(tau, shift),
-        converged=state.converged,
-        n_iter=state.n_iter,
-        n_factorizations=state.n_iter + 3,
+        value=log_z,
+        gradient=grad_prior + tilted,
+        sites=new_sites,
+        converged=converged,
+        n_iter=n_iter,
+        n_factorizations=n_iter + 3,
     )
 
 

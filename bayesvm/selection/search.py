@@ -7,10 +7,15 @@ per-feature length scales):
 
 * ln Q(D) by expectation propagation, warm-started from the sites of the
   previous evaluation, with its exact gradient at the fixed point
-  (:func:`bayesvm.evidence.ep_gradient.ep_naive_evidence_and_gradient`);
+  (:func:`bayesvm.evidence.ep_gradient.ep_naive_evidences_and_gradient`; k
+  one-vs-rest problems share one K(x));
 * ln N(D) over the training inputs by reweighting tempered-SMC particles
   from the nearest anchor, with its exact gradient
   (:class:`bayesvm.normalization.path.NormalizationPath`).
+
+Both come from the registry of :mod:`bayesvm.evidence.approximations` by
+name ("ep" and "annealed", :func:`~bayesvm.evidence.approximations.path_estimators`),
+on the full prior or a low-rank one (:mod:`bayesvm.selection.search_priors`).
 
 L-BFGS-B (scipy) climbs ln P(D) / n from a few starts within box bounds
 (:class:`bayesvm.hyperparameters.SearchSpace`); every start shares the one
@@ -40,7 +45,8 @@ from .._json import finite_or_none
 from .._precision import float64
 from .._validation import TrainingData
 from ..evidence.ep import EP_LOOPS
-from ..evidence.ep_gradient import EPSites, zero_sites
+from ..evidence.approximations import path_estimators
+from ..evidence.ep_gradient import EPSites
 from ..evidence.log_evidence import Evidence, OneVsRestEvidence
 from ..hyperparameters import SearchSpace, kernel_hyperparameters_at, pairwise_distances, penalty_at
 from ..hyperparameters import feature_pairwise_distances
@@ -146,13 +152,17 @@ class SearchResult:
 
 
 class _Objective:
-    """-ln P(D) and its gradient over the free coordinates, with warm EP sites carried between calls."""
+    """-ln P(D) and its gradient over the free coordinates, with warm EP sites carried between calls.
 
-    def __init__(self, X, Y, template, space: SearchSpace, options: SearchOptions, prior: FullPrior | InducingPrior,
-                 path: ReweightedPath, progress=None, n_starts: int = 1):
-        self.X, self.Y, self.template, self.space, self.options = X, Y, template, space, options
-        self.prior, self.path = prior, path
-        self.sites: list[EPSites] = self.cold_sites()
+    naive: ln Q(D) of the k problems Y with the gradient of their sum (the registry's "ep" along a path);
+    path: ln N(D) along the search (its "annealed" along a path).
+    """
+
+    def __init__(self, X, Y, space: SearchSpace, options: SearchOptions, naive, path: ReweightedPath,
+                 progress=None, n_starts: int = 1):
+        self.X, self.Y, self.space, self.options = X, Y, space, options
+        self.naive_gradient, self.path = naive, path
+        self.sites: EPSites = self.cold_sites()
         self.steps: list[SearchStep] = []
         self.last = None
         self.start = 0
@@ -166,29 +176,30 @@ class _Objective:
         in_start = budget if finished else min(sum(s.start == self.start for s in self.steps), budget - 1)
         self.progress(self.start * budget + in_start, self.n_starts * budget)
 
-    def cold_sites(self) -> list[EPSites]:
-        """Zero sites for every problem."""
-        return [zero_sites(self.X.shape[0]) for _ in range(self.Y.shape[0])]
+    def cold_sites(self) -> EPSites:
+        """Zero sites for every problem, (k, n)."""
+        return EPSites(*(jnp.zeros(self.Y.shape, dtype=jnp.float64) for _ in range(2)))
 
     def full(self, x_free) -> np.ndarray:
         x = self.space.lower.copy()
         x[self.space.free] = x_free
         return x
 
-    def naive(self, x: np.ndarray, y, sites: EPSites):
-        """EP's ln Q(D) of the labels y at x: the loose loop from the warm sites, then each fallback from cold sites
-        until one converges; with the sweeps and factorisations of every attempt."""
+    def naive(self, x: np.ndarray):
+        """EP's ln Q(D) of the k problems at x: the loose loop from the warm sites, then each fallback, the problems
+        it has not converged restarting from cold sites (the converged ones keep theirs); with the sweeps and
+        factorisations of every attempt."""
         o = self.options
-        attempts = [(sites, o.ep_damping, o.ep_max_iter)]
-        attempts += [(zero_sites(self.X.shape[0]), damping, max_iter) for damping, max_iter in o.ep_fallbacks]
-        sweeps = factorizations = 0
-        for sites, damping, max_iter in attempts:
-            naive = self.prior.naive(jnp.asarray(x), self.X, y, self.template, sites, damping=damping,
-                                     max_iter=max_iter, tol=o.ep_tol, log_z_tol=o.ep_log_z_tol)
-            sweeps += int(naive.n_iter)
-            factorizations += int(naive.n_factorizations)
-            if bool(naive.converged):
+        sites, sweeps, factorizations = self.sites, 0, 0
+        for damping, max_iter in [(o.ep_damping, o.ep_max_iter), *o.ep_fallbacks]:
+            naive = self.naive_gradient(jnp.asarray(x), self.Y, sites, damping, max_iter)
+            sweeps += int(np.sum(naive.n_iter))
+            factorizations += int(np.sum(naive.n_factorizations))
+            converged = np.asarray(naive.converged)
+            if converged.all():
                 break
+            keep = jnp.asarray(converged)[:, None]
+            sites = EPSites(*(jnp.where(keep, s, 0.0) for s in naive.sites))
         return naive, sweeps, factorizations
 
     def __call__(self, x_free):
@@ -200,16 +211,9 @@ class _Objective:
 
     def evaluate(self, x: np.ndarray):
         started = time.perf_counter()
-        naives, sweeps, factorizations = [], 0, 0
-        for y, sites in zip(self.Y, self.sites):
-            naive, problem_sweeps, problem_factorizations = self.naive(x, y, sites)
-            naives.append(naive)
-            sweeps += problem_sweeps
-            factorizations += problem_factorizations
-            if not bool(naive.converged):
-                break
-        feasible = all(bool(naive.converged) for naive in naives)
-        log_naive = float(sum(float(naive.value) for naive in naives))
+        naive, sweeps, factorizations = self.naive(x)
+        feasible = bool(np.all(np.asarray(naive.converged)))
+        log_naive = float(np.sum(np.asarray(naive.value)))
         # ln N(D) only where ln Q(D) is usable: an anchor far outside the useful region can cost seconds
         norm = self.path.estimate(x) if feasible else None
         # a path estimate resting on disagreeing SMC runs is biased low (the evidence high): not usable
@@ -226,8 +230,8 @@ class _Objective:
         if not feasible:
             # outside what EP or float64 resolves: a large value sends the line search back
             return _INFEASIBLE, np.zeros(int(self.space.free.sum()))
-        self.sites = [naive.sites for naive in naives]
-        gradient = sum(np.asarray(naive.gradient) for naive in naives) - k * norm.gradient
+        self.sites = naive.sites
+        gradient = np.asarray(naive.gradient) - k * norm.gradient
         # per training point: gradients of order one, so L-BFGS-B's first (identity-Hessian) step stays local
         n = self.X.shape[0]
         return -self.steps[-1].log_evidence / n, -gradient[self.space.free] / n
@@ -299,9 +303,12 @@ def maximize_evidence(
     started = time.perf_counter()
     X = jnp.asarray(X, dtype=jnp.float64)
     Y = jnp.atleast_2d(jnp.asarray(y, dtype=jnp.float64))
-    path = prior.normalization_path(X, template, key=random_state, annealing=dict(options.annealing))
+    naive, normalization = path_estimators("ep", "annealed", tol=options.ep_tol, log_z_tol=options.ep_log_z_tol,
+                                           key=random_state, options=dict(options.annealing))
+    path = normalization.along_path(X, template, prior.inducing)
     starts = np.atleast_2d(starts)
-    objective = _Objective(X, Y, template, space, options, prior, path, progress, len(starts))
+    objective = _Objective(X, Y, space, options, naive.along_path(X, template, prior.inducing), path, progress,
+                           len(starts))
     free = space.free
     messages = []
     for i, start in enumerate(starts):

@@ -8,10 +8,10 @@
   (:mod:`bayesvm.normalization.low_rank`), with the same exact gradients
   (theory: "Large data: a low-rank prior").
 
-Each gives the search its two evaluations (ln Q(D) with its gradient from a
-warm start, and the ln N(D) path) and the keyword arguments that make
-:func:`bayesvm.log_evidence` compute the reference evidence on the same
-prior. :func:`prior_for` turns the user's ``inducing`` setting into one of
+Each gives the search's estimators (:func:`bayesvm.evidence.approximations.path_estimators`)
+its ``inducing`` inputs (None for the full prior) and the keyword arguments
+that make :func:`bayesvm.log_evidence` compute the reference evidence on the
+same prior. :func:`prior_for` turns the user's ``inducing`` setting into one of
 them; ``"auto"`` switches to the low-rank prior above
 :data:`AUTO_INDUCING_ABOVE` training points.
 """
@@ -22,16 +22,10 @@ import warnings
 from dataclasses import dataclass
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from .._validation import check_inputs
-from ..evidence.ep_gradient import NaiveEvidenceGradient, ep_naive_evidence_and_gradient
-from ..evidence.ep_low_rank import low_rank_naive_evidence_and_gradient
-from ..kernels import Kernel
 from ..low_rank import inducing_inputs
-from ..normalization.low_rank import LowRankNormalizationPath
-from ..normalization.path import NormalizationPath, ReweightedPath
 
 __all__ = ["FullPrior", "InducingPrior", "LowRankNotice", "prior_for", "AUTO_INDUCING_ABOVE", "DEFAULT_INDUCING"]
 
@@ -52,12 +46,9 @@ class LowRankNotice(UserWarning):
 class FullPrior:
     """The exact prior: K(x) over all n training inputs."""
 
-    def naive(self, x, X, y, template: Kernel, sites, **ep_loop) -> NaiveEvidenceGradient:
-        """EP's ln Q(D) and its gradient at x from ``sites``; ``ep_loop``: damping, max_iter, tol, log_z_tol."""
-        return ep_naive_evidence_and_gradient(x, X, y, template, sites, **ep_loop)
-
-    def normalization_path(self, X, template: Kernel, key: int, annealing: dict) -> ReweightedPath:
-        return NormalizationPath(X, template, key=key, annealing=annealing)
+    @property
+    def inducing(self) -> None:
+        return None
 
     @property
     def evidence_options(self) -> dict:
@@ -73,13 +64,6 @@ class InducingPrior:
     """The FITC low-rank prior through the inducing inputs ``inducing`` (m, d), held fixed during the search."""
 
     inducing: np.ndarray
-
-    def naive(self, x, X, y, template: Kernel, sites, **ep_loop) -> NaiveEvidenceGradient:
-        """As :meth:`FullPrior.naive`, over the low-rank prior."""
-        return low_rank_naive_evidence_and_gradient(x, X, jnp.asarray(self.inducing), y, template, sites, **ep_loop)
-
-    def normalization_path(self, X, template: Kernel, key: int, annealing: dict) -> ReweightedPath:
-        return LowRankNormalizationPath(X, jnp.asarray(self.inducing), template, key=key, annealing=annealing)
 
     @property
     def evidence_options(self) -> dict:
