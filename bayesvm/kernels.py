@@ -188,10 +188,27 @@ class Kernel:
 
 
 def _register(cls, data_fields, meta_fields=()):
+    """The frozen dataclass ``cls`` as a JAX pytree: ``data_fields`` are leaves, ``meta_fields`` static.
+
+    Registered with ``register_pytree_with_keys`` rather than ``register_dataclass``: in JAX 0.10 the tree
+    structures of two dataclasses registered that way compare equal when their fields are the same (RBF and
+    Exponential), so a compiled program of one kernel family could be served to the other.
+    """
     cls = dataclass(frozen=True)(cls)
-    return jax.tree_util.register_dataclass(
-        cls, data_fields=list(data_fields), meta_fields=list(meta_fields)
-    )
+    data_fields, meta_fields = tuple(data_fields), tuple(meta_fields)
+
+    def flatten_with_keys(kernel):
+        return [(jax.tree_util.GetAttrKey(f), getattr(kernel, f)) for f in data_fields], \
+            tuple(getattr(kernel, f) for f in meta_fields)
+
+    def flatten(kernel):
+        return [getattr(kernel, f) for f in data_fields], tuple(getattr(kernel, f) for f in meta_fields)
+
+    def unflatten(meta, leaves):
+        return cls(**dict(zip(data_fields, leaves)), **dict(zip(meta_fields, meta)))
+
+    jax.tree_util.register_pytree_with_keys(cls, flatten_with_keys, unflatten, flatten)
+    return cls
 
 
 class RBF(Kernel):

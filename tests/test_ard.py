@@ -266,3 +266,16 @@ def test_ard_selection_reports_the_evidence_of_its_kernel(ard_fit):
     record = json.loads(json.dumps(model.selection_.to_dict()))
     np.testing.assert_allclose(record["best"]["length_scale"], model.length_scale_)
     assert len(record["path"][0]["x"]) == 8
+
+
+def test_kernel_families_with_the_same_fields_never_share_a_compiled_program():
+    """RBF and Exponential have the same pytree fields; their tree structures must still differ, or a compiled
+    program of one family (gram_matrix at the same shapes) can be served to the other (it was, in a full test
+    run, under JAX 0.10's register_dataclass)."""
+    X, _ = _problem(30, 4)
+    length_scale = np.array([0.5, 2.0, 3.0, 0.8])
+    rbf, exponential = RBF(length_scale=length_scale), Exponential(length_scale=length_scale)
+    assert jax.tree_util.tree_structure(rbf) != jax.tree_util.tree_structure(exponential)
+    distances = np.sqrt((((X[:, None, :] - X[None, :, :]) / length_scale) ** 2).sum(-1))
+    np.testing.assert_allclose(np.asarray(gram_matrix(rbf, X)), np.exp(-0.5 * distances**2) + 1.0, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(gram_matrix(exponential, X)), np.exp(-distances) + 1.0, rtol=1e-12)
