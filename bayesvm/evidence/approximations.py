@@ -45,7 +45,6 @@ for ln N(D) (reweighted tempered-SMC particles; :mod:`bayesvm.normalization.path
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
 
@@ -58,10 +57,8 @@ from ..normalization.annealing import (
     padded,
     annealed_log_expectation,
     annealed_log_naive_evidence,
-    annealed_until_runs_agree,
     mean_route_log_likelihood,
     prior_factor,
-    product_route_log_likelihood,
     target_standard_error,
 )
 from .ep import EP_LOOPS, ep_log_z_batch
@@ -72,6 +69,7 @@ from ..normalization.low_rank import LowRankNormalizationPath
 from ..normalization.path import ANCHOR_ANNEALING, NormalizationPath, ReweightedPath
 from .laplace import DETERMINANTS, NaiveEvidenceTerms, laplace_factor, laplace_log_naive_evidence
 from ..normalization.draws import draws_from_base, log_normalization_from_draws
+from ..normalization.ep_started import annealed_with_ep_fallback
 from ..solver.dual import solve_dual_boxes
 
 __all__ = [
@@ -272,8 +270,11 @@ class AnnealedNormalization:
     first budget, ``ladder`` and ``max_se``, by default
     :func:`bayesvm.normalization.annealing.target_standard_error` (n)): the budget grows
     until the runs agree and the standard error reaches that target
-    (:func:`bayesvm.normalization.annealing.annealed_until_runs_agree`); runs that still
-    disagree at its cap mark the cell untrusted (biased low).
+    (:func:`bayesvm.normalization.annealing.annealed_until_runs_agree`). Where the
+    runs still disagree at its cap, tempered SMC starts again from EP's Gaussian
+    (:func:`bayesvm.normalization.ep_started.annealed_with_ep_fallback`;
+    ``diagnostics["ep_started"]``); runs that disagree there too mark the cell
+    untrusted (biased low).
     """
 
     key: int = 0
@@ -283,14 +284,13 @@ class AnnealedNormalization:
         factor = prior_factor(cells.base + cells.offset_ratio)
         size = _linalg.problem_size(cells.n)
         options = {"max_se": target_standard_error(cells.n), **self.options}
-        with warnings.catch_warnings():  # a low run ESS shows up as trusted=False and a large se
-            warnings.simplefilter("ignore", RuntimeWarning)
-            results = []
-            for b in range(cells.size):
-                chol, mask = padded(np.sqrt(cells.amplitude[b]) * factor, size)
-                results.append(annealed_until_runs_agree(chol, product_route_log_likelihood, args=(cells.C[b], mask),
-                                                         key=self.key, **options))
-        return _from_annealing(results)
+        routed = []
+        for b in range(cells.size):
+            chol, mask = padded(np.sqrt(cells.amplitude[b]) * factor, size)
+            routed.append(annealed_with_ep_fallback(chol, cells.C[b], mask, key=self.key, **options))
+        estimate = _from_annealing([r.result for r in routed])
+        estimate.diagnostics["ep_started"] = np.array([r.route == "ep" for r in routed])
+        return estimate
 
     def along_path(self, X, template: Kernel, inducing=None) -> ReweightedPath:
         """ln N(D) over the inputs X (n, d) with its gradient along a search path: tempered SMC at anchors

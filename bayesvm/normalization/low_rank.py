@@ -58,6 +58,7 @@ import numpy as np
 from .._precision import float64
 from .._validation import check_positive
 from .annealing import AnnealingResult, annealed_until_runs_agree
+from .ep_started import reference_log_ratio
 from ..hyperparameters import MARGIN_RESOLUTION, kernel_at, penalty_at
 from ..kernels import Kernel
 from ..low_rank import INDUCING_JITTER, KINDS, LowRankPrior, low_rank_prior_at
@@ -122,8 +123,7 @@ def reference_log_likelihood(z: Array, mean: Array, scale: Array, log_det_scale:
     -|w|^2 / 2 + |z|^2 / 2 + ln |det S| + l(w).
     """
     w = mean + z @ scale.T
-    return -0.5 * jnp.sum(w * w, axis=-1) + 0.5 * jnp.sum(z * z, axis=-1) + log_det_scale + low_rank_log_likelihood(
-        w, V, d, C)
+    return reference_log_ratio(w, z, log_det_scale) + low_rank_log_likelihood(w, V, d, C)
 
 
 @float64

@@ -25,7 +25,9 @@ what differentiating the estimate gives). When the weights degenerate (their
 effective sample size falls below a fraction of S), or the point is far from
 every anchor, the path re-anchors: tempered SMC runs again at the new point.
 The estimate at the anchor itself is the SMC value (whose budget grows until
-its runs agree, :func:`bayesvm.normalization.annealing.annealed_until_runs_agree`), so the path is exactly
+its runs agree, :func:`bayesvm.normalization.annealing.annealed_until_runs_agree`; under
+the exact prior, where they still disagree at its cap, started again from EP's
+Gaussian, :func:`bayesvm.normalization.ep_started.annealed_with_ep_fallback`), so the path is exactly
 as accurate as tempered SMC there and degrades gracefully with distance; the
 effective sample size says how far.
 
@@ -58,7 +60,8 @@ from jax.scipy.special import logsumexp
 
 from .. import _linalg
 from .._precision import float64
-from .annealing import AnnealingResult, annealed_until_runs_agree, product_route_log_likelihood
+from .annealing import AnnealingResult
+from .ep_started import annealed_with_ep_fallback
 from ..hyperparameters import MARGIN_RESOLUTION, kernel_at, penalty_at
 from ..kernels import Kernel
 from ..model import log_nu
@@ -180,11 +183,13 @@ class FullPathPrior:
         # the jitter is independent noise of this variance on every theta_i (theta^2 units)
         if not (bool(np.all(np.isfinite(np.asarray(L)))) and float(jitter) <= MARGIN_RESOLUTION):
             return None
-        result = annealed_until_runs_agree(
-            L, product_route_log_likelihood, args=(float(np.exp(x[0])), self.mask.astype(L.dtype)), key=key,
-            keep_particles=True, **annealing
-        )
-        return Annealed(result, _whitened(L, result.particles), jitter)
+        routed = annealed_with_ep_fallback(L, float(np.exp(x[0])), self.mask.astype(L.dtype), key=key,
+                                           keep_particles=True, **annealing)
+        particles = routed.result.particles
+        if routed.route == "ep":  # z from EP's Gaussian: the whitened latents are w = m + S z
+            z = jnp.reshape(particles, (-1, L.shape[0]))
+            return Annealed(routed.result, routed.start.mean + z @ routed.start.scale.T, jitter)
+        return Annealed(routed.result, _whitened(L, particles), jitter)
 
 
 @jax.jit
