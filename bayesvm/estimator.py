@@ -265,7 +265,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                 posterior = evidence.posterior
                 C, kernel = posterior.C, _with_float_hyperparameters(posterior.predictor.kernel)
             else:
-                posterior = evidence.posterior if self.posterior == "laplace" else Posterior.from_fit(evidence.fit, "ep")
+                posterior = (evidence.posterior if self.posterior == "laplace"
+                             else Posterior.from_fit(evidence.fit, "ep", ep=evidence.ep))
                 C, kernel = evidence.fit.C, evidence.fit.kernel
             posteriors.append(posterior)
             kernels.append(kernel)

@@ -31,7 +31,7 @@ import numpy as np
 from . import _linalg
 from ._precision import float64, numpy_leaves
 from ._validation import check_inputs
-from .evidence.ep import EP_LOOPS, EPResult, ep_log_evidence, ep_predict
+from .evidence.ep import EPResult, converged_ep, ep_predict
 from .evidence.ep_low_rank import LowRankEPPredictor, low_rank_predict
 from .evidence.tilted import hinge_tilted_moments
 from .kernels import gram_matrix
@@ -168,23 +168,23 @@ class Posterior(_LatentPredictions):
 
     @classmethod
     @float64
-    def from_fit(cls, fit: MapSVM, approximation: str = "laplace") -> "Posterior":
-        """Factor the approximation once: B = I + L^1/2 K_m L^1/2 (Laplace) or an EP run."""
+    def from_fit(cls, fit: MapSVM, approximation: str = "laplace", *, ep: EPResult | None = None) -> "Posterior":
+        """Factor the approximation once: B = I + L^1/2 K_m L^1/2 (Laplace) or an EP run.
+
+        ``ep``: a fully converged EP run at the fit's hyperparameters (``Evidence.ep``, the evidence's own run
+        of ln Q(D)), used as it is instead of running EP again.
+        """
         if approximation not in APPROXIMATIONS:
             raise ValueError(f"approximation must be one of {APPROXIMATIONS}; got {approximation!r}")
-        K = gram_matrix(fit.kernel, jnp.asarray(fit.X))
         if approximation == "ep":
-            # the same traced arguments as the evidence's EP run (one compilation), converged fully; a loop that
-            # does not converge is followed by the slower ones of EP_LOOPS
-            for damping, max_iter in EP_LOOPS:
-                result = ep_log_evidence(K, jnp.asarray(fit.y), fit.C, damping=damping, max_iter=max_iter,
-                                         log_z_tol=0.0)
-                if bool(result.converged):
-                    break
-            else:
+            # converged fully (log_z_tol = 0); a loop that does not converge is followed by the slower ones of EP_LOOPS
+            result = ep if ep is not None else converged_ep(gram_matrix(fit.kernel, jnp.asarray(fit.X)),
+                                                            jnp.asarray(fit.y), fit.C)
+            if not bool(result.converged):
                 warnings.warn(f"EP for the posterior did not converge (its last loop: {int(result.n_iter)} "
                               "iterations); its predictions are approximate", RuntimeWarning, stacklevel=3)
             return cls(fit=fit, ep=result)
+        K = gram_matrix(fit.kernel, jnp.asarray(fit.X))
         size = _linalg.buffer_size(int(fit.marginal.sum()), fit.X.shape[0])
         return cls(fit=fit, factor=laplace_factor(K, fit.solution, fit.C, size))
 

@@ -505,26 +505,34 @@ def _breast_cancer_fit(n=60):
 
 
 def test_an_unconverged_ep_loop_is_followed_by_the_next_one(monkeypatch):
-    """The evidence's and the posterior's EP: one sweep cannot converge, so the second loop must run; the result
-    is then the converged loop's own, as if it had run alone."""
+    """The evidence's and the posterior's EP (one cell: ``converged_ep``; a batch of cells: the grid's loop): one
+    sweep cannot converge, so the second loop must run; the result is then the converged loop's own, as if it had
+    run alone, with the sweeps of both counted."""
     import bayesvm.evidence.approximations as approximations
+    import bayesvm.evidence.ep as ep_module
     import bayesvm.posterior as posterior
-    from bayesvm.evidence.log_evidence import naive_evidence
+    from bayesvm.evidence.approximations import naive_estimator
+    from bayesvm.evidence.log_evidence import naive_evidence, point_cells
 
     fit = _breast_cancer_fit()
     alone = naive_evidence(fit, "ep")
+    cells = point_cells(fit.X, fit.kernel, [fit.C, 2.0 * fit.C], y=fit.y)
+    batch_alone = naive_estimator("ep")(cells)
+    monkeypatch.setattr(ep_module, "EP_LOOPS", ((0.5, 1), (0.5, 200)))
     monkeypatch.setattr(approximations, "EP_LOOPS", ((0.5, 1), (0.5, 200)))
     followed = naive_evidence(fit, "ep")
     assert followed.trusted and followed.value == pytest.approx(alone.value, abs=1e-9)
     assert followed.diagnostics["n_iter"] == alone.diagnostics["n_iter"] + 1
-    monkeypatch.setattr(approximations, "EP_LOOPS", ((0.5, 1),))
-    assert not naive_evidence(fit, "ep").trusted
-
-    reference = posterior.Posterior.from_fit(fit, "ep").ep
-    monkeypatch.setattr(posterior, "EP_LOOPS", ((0.5, 1), (0.5, 200)))
+    batch_followed = naive_estimator("ep")(cells)
+    assert np.all(batch_followed.trusted)
+    np.testing.assert_allclose(batch_followed.value, batch_alone.value, atol=1e-9)
+    np.testing.assert_array_equal(batch_followed.diagnostics["n_iter"], batch_alone.diagnostics["n_iter"] + 1)
     recovered = posterior.Posterior.from_fit(fit, "ep").ep
     assert bool(recovered.converged)
-    np.testing.assert_allclose(recovered.mean, reference.mean, atol=1e-10)
-    monkeypatch.setattr(posterior, "EP_LOOPS", ((0.5, 1),))
+    np.testing.assert_allclose(recovered.mean, alone.diagnostics["ep"].mean, atol=1e-10)
+    monkeypatch.setattr(ep_module, "EP_LOOPS", ((0.5, 1),))
+    monkeypatch.setattr(approximations, "EP_LOOPS", ((0.5, 1),))
+    assert not naive_evidence(fit, "ep").trusted
+    assert not np.any(naive_estimator("ep")(cells).trusted)
     with pytest.warns(RuntimeWarning, match="EP for the posterior did not converge"):
         posterior.Posterior.from_fit(fit, "ep")

@@ -163,3 +163,16 @@ def test_fit_validates_the_training_data_once(n_classes):
     assert calls["one_vs_rest_labels"] == 1, dict(calls)
     assert all(calls[name] <= 1 for name in data_and_hyperparameter_checks), dict(calls)
     assert calls["check_inputs"] == 0 and calls["training_data"] == 0, dict(calls)
+
+
+def test_the_posterior_reuses_the_evidence_s_ep_run():
+    """The check's EP run for ln Q(D) converges the sites fully and serves the posterior: no second run, and its
+    predictions equal a posterior built afresh from the same fit."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(50, 2))
+    y = (X[:, 0] + 0.5 * rng.normal(size=50) > 0).astype(int)
+    model = BayesianSVC(C=1.0, amplitude=3.0, offset=3.0, length_scale=1.0).fit(X, y)
+    assert model.posterior_.ep is model.evidence_.ep and bool(model.evidence_.ep.converged)
+    fresh = Posterior.from_fit(model.fit_, "ep")
+    X_new = rng.normal(size=(20, 2))
+    np.testing.assert_allclose(model.posterior_.latent(X_new), fresh.latent(X_new), rtol=1e-7, atol=1e-9)

@@ -61,7 +61,7 @@ from ..normalization.annealing import (
     prior_factor,
     target_standard_error,
 )
-from .ep import EP_LOOPS, ep_log_z_batch
+from .ep import EP_LOOPS, converged_ep, ep_log_z_batch
 from .ep_gradient import EPSites, NaiveEvidenceGradient, ep_naive_evidences_and_gradient
 from .ep_low_rank import low_rank_naive_evidences_and_gradient
 from ..kernels import Kernel
@@ -157,7 +157,12 @@ def _in_batches(run: Callable, *per_cell: np.ndarray, batch_size: int | None = N
 
 def _ep_estimate(cells: Cells, sites: str, tol: float, log_z_tol: float) -> Estimate:
     """ln Z by EP at every cell (:func:`bayesvm.evidence.ep.ep_log_z_batch`, ``sites`` "labels" or "nu"), trusted where
-    converged; cells whose loop has not converged run again with each slower loop of ``EP_LOOPS`` in turn."""
+    converged; cells whose loop has not converged run again with each slower loop of ``EP_LOOPS`` in turn. One cell
+    of ln Q(D) runs :func:`converged_ep`, whose result (``diagnostics["ep"]``) also serves the posterior there."""
+    if sites == "labels" and cells.size == 1:
+        result = converged_ep(cells.prior(0), cells.y, float(cells.C[0]), tol=tol, log_z_tol=log_z_tol)
+        diagnostics = {"n_iter": np.array([int(result.n_iter)]), "ep": jax.tree_util.tree_map(lambda v: v[None], result)}
+        return Estimate(np.array([float(result.log_z)]), np.zeros(1), np.array([bool(result.converged)]), diagnostics)
     base = cells.base + cells.offset_ratio
     y = cells.y if sites == "labels" else None
     log_z, converged = np.full(cells.size, np.nan), np.zeros(cells.size, bool)

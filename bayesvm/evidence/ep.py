@@ -89,6 +89,7 @@ __all__ = [
     "EPPredictor",
     "ep_log_z_batch",
     "ep_log_evidence",
+    "converged_ep",
     "ep_log_normalization",
     "ep_predict",
 ]
@@ -431,6 +432,20 @@ def ep_log_evidence(
     """
     K = jnp.asarray(K, dtype=jnp.float64)
     return _run_padded(K, jnp.asarray(y, dtype=K.dtype), C, "labels", damping, max_iter, tol, log_z_tol)
+
+
+@float64
+def converged_ep(K, y, C: float, *, tol: float = 1e-8, log_z_tol: float = 0.0) -> EPResult:
+    """EP for ln Q(D) with its predictor (:func:`bayesvm.evidence.ep.ep_log_evidence`), each slower loop of
+    ``EP_LOOPS`` in turn, from cold sites, until one converges: that loop's run (the last one where none does),
+    with ``n_iter`` the sweeps of every loop tried."""
+    sweeps = 0
+    for damping, max_iter in EP_LOOPS:
+        result = ep_log_evidence(K, y, C, damping=damping, max_iter=max_iter, tol=tol, log_z_tol=log_z_tol)
+        sweeps += int(result.n_iter)
+        if bool(result.converged):
+            break
+    return result._replace(n_iter=jnp.asarray(sweeps))
 
 
 @float64

@@ -29,6 +29,7 @@ from .approximations import (
     naive_estimator,
     normalization_estimator,
 )
+from .ep import EPResult
 from .ep_gradient import zero_sites
 from .ep_low_rank import low_rank_naive_evidence_and_gradient, low_rank_predictor
 from ..hyperparameters import coordinates_of
@@ -83,6 +84,8 @@ class Evidence:
     fit : the MAP SVM (None on the low-rank path).
     low_rank : on the low-rank path, EP's posterior under the low-rank prior
         (:class:`~bayesvm.posterior.LowRankPosterior`); None otherwise.
+    ep : with ``approximation="ep"``, EP's run for ln Q(D), converged fully, which
+        :meth:`bayesvm.posterior.Posterior.from_fit` reuses; None otherwise.
     naive_converged : the ln Q(D) estimate is trusted (EP converged; finite).
     normalization_trusted : the ln N(D) estimate is trusted (the sampler's
         independent runs agree; EP converged; enough effective prior draws).
@@ -105,6 +108,7 @@ class Evidence:
     naive_converged: bool = True
     normalization_trusted: bool = True
     low_rank: LowRankPosterior | None = None
+    ep: EPResult | None = None
 
     def __getstate__(self):
         # JAX arrays would unpickle in the precision of the moment (float32 with the flag off): store NumPy
@@ -151,8 +155,9 @@ def point_cells(X, kernel: Kernel, C: float, y=None, n: int | None = None) -> Ce
 
 
 def _naive_estimate(cells: Cells, approximation: str, determinant: str, random_state, stacklevel: int) -> Estimate:
-    """ln Q(D) of the one cell by the named approximation; warns where EP has not converged."""
-    estimator = naive_estimator(approximation, determinant=determinant, key=random_state)
+    """ln Q(D) of the one cell by the named approximation; warns where EP has not converged. EP converges its sites
+    fully (``log_z_tol`` 0), so that its run also serves the posterior (``Evidence.ep``)."""
+    estimator = naive_estimator(approximation, determinant=determinant, key=random_state, log_z_tol=0.0)
     estimate = estimator(cells).at(0)
     if approximation == "ep" and not estimate.trusted:
         warnings.warn("EP for ln Q(D) did not converge; the value is unreliable", RuntimeWarning,
@@ -362,6 +367,7 @@ def _evidence_at_fit(fit: MapSVM, naive: Estimate, norm: Estimate, approximation
         fit=fit,
         naive_converged=naive.trusted,
         normalization_trusted=norm.trusted,
+        ep=naive.diagnostics.get("ep"),
     )
 
 

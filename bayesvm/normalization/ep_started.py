@@ -46,8 +46,8 @@ from ..model import log_nu
 
 Array = jax.Array
 
-__all__ = ["reference_log_ratio", "ep_started_log_likelihood", "annealed_from_ep", "RoutedEstimate",
-           "annealed_with_ep_fallback"]
+__all__ = ["reference_log_ratio", "ep_started_log_likelihood", "annealed_from_ep", "FALLBACK_LADDER",
+           "RoutedEstimate", "annealed_with_ep_fallback"]
 
 
 def reference_log_ratio(w: Array, z: Array, log_det_scale: Array) -> Array:
@@ -84,6 +84,12 @@ def annealed_from_ep(chol, C: float, mask=None, *, key=0, **options) -> tuple[An
     return result, start
 
 
+#: the EP-started fallback's budget: at most two rounds of the first round's size, pooled. Its runs are costlier
+#: than the prior-started ones where the length scale is long (on synth.te at C 1, k0 10, length scale 3: 600-700 s
+#: for 16,384 particle-runs against 46-66 s), so it does not climb the full ladder
+FALLBACK_LADDER = (1, 1)
+
+
 class RoutedEstimate(NamedTuple):
     """A tempered-SMC ln N(D) and the route it took: ``"prior"`` (from the prior, particles theta) or ``"ep"``
     (from EP's Gaussian ``start``, particles z with w = start.mean + z start.scale^T)."""
@@ -98,7 +104,8 @@ def annealed_with_ep_fallback(chol, C: float, mask=None, *, key=0, **options) ->
     """ln N(D) from the prior (:func:`bayesvm.normalization.annealing.product_route_log_likelihood`), and from EP's
     Gaussian (:func:`annealed_from_ep`) where the prior-started runs still disagree at the budget's cap.
 
-    Disagreeing runs are biased low, so the higher of the two values is kept: the EP-started one where it is at
+    The fallback's budget is :data:`FALLBACK_LADDER`. Disagreeing runs are biased low, so the higher of the two
+    values is kept: the EP-started one where it is at
     least the prior-started one (trusted if its own runs agree), otherwise the prior-started one (untrusted: EP's
     start then found less mass than the disagreeing prior-started runs, so it is biased low too). A fallback only:
     EP's Gaussian can be a worse start than the prior (on synth.te at C 1, k0 1, length scale 0.5 the EP-started
@@ -112,7 +119,7 @@ def annealed_with_ep_fallback(chol, C: float, mask=None, *, key=0, **options) ->
         prior = annealed_until_runs_agree(chol, product_route_log_likelihood, args=(C, mask), key=key, **options)
         if prior.runs_agree:
             return RoutedEstimate(prior, "prior", None)
-        ep, start = annealed_from_ep(chol, C, mask, key=key, **options)
+        ep, start = annealed_from_ep(chol, C, mask, key=key, **{**options, "ladder": FALLBACK_LADDER})
     if ep.value >= prior.value:
         return RoutedEstimate(ep, "ep", start)
     return RoutedEstimate(prior, "prior", None)
