@@ -161,7 +161,7 @@ def _ep_estimate(cells: Cells, sites: str, tol: float, log_z_tol: float) -> Esti
     of ln Q(D) runs :func:`converged_ep`, whose result (``diagnostics["ep"]``) also serves the posterior there."""
     if sites == "labels" and cells.size == 1:
         result = converged_ep(cells.prior(0), cells.y, float(cells.C[0]), tol=tol, log_z_tol=log_z_tol)
-        diagnostics = {"n_iter": np.array([int(result.n_iter)]), "ep": jax.tree_util.tree_map(lambda v: v[None], result)}
+        diagnostics = {"n_iter": np.array([int(result.n_iter)]), "ep": jax.tree_util.tree_map(lambda v: np.asarray(v)[None], result)}
         return Estimate(np.array([float(result.log_z)]), np.zeros(1), np.array([bool(result.converged)]), diagnostics)
     base = cells.base + cells.offset_ratio
     y = cells.y if sites == "labels" else None

@@ -30,6 +30,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.linalg import cho_solve
 
 from .. import _linalg
@@ -42,7 +43,7 @@ from ..kernels import Kernel
 
 Array = jax.Array
 
-__all__ = ["EPSites", "NaiveEvidenceGradient", "batched_sites", "ep_naive_evidence_and_gradient",
+__all__ = ["EPSites", "NaiveEvidenceGradient", "batched_sites", "first_problem", "ep_naive_evidence_and_gradient",
            "ep_naive_evidences_and_gradient", "zero_sites"]
 
 
@@ -116,15 +117,20 @@ def ep_naive_evidence_and_gradient(
     gradient is exact at the fixed point, so it is as accurate as the sites
     are converged. The one-problem case of :func:`ep_naive_evidences_and_gradient`.
     """
-    batch = ep_naive_evidences_and_gradient(x, X, jnp.asarray(y)[None, :], template, batched_sites([sites]),
+    batch = ep_naive_evidences_and_gradient(x, X, np.asarray(y)[None, :], template, batched_sites([sites]),
                                             damping=damping, max_iter=max_iter, tol=tol, log_z_tol=log_z_tol)
-    return NaiveEvidenceGradient(batch.value[0], batch.gradient, EPSites(batch.sites.precision[0], batch.sites.shift[0]),
-                                 batch.converged[0], batch.n_iter[0], batch.n_factorizations[0])
+    return first_problem(batch)
 
 
 def batched_sites(sites: list[EPSites]) -> EPSites:
-    """The sites of k problems stacked into (k, n) arrays."""
-    return EPSites(*(jnp.stack([jnp.asarray(s[i], dtype=jnp.float64) for s in sites]) for i in range(2)))
+    """The sites of k problems stacked into (k, n) NumPy arrays."""
+    return EPSites(*(np.stack([np.asarray(s[i], dtype=np.float64) for s in sites]) for i in range(2)))
+
+
+def first_problem(batch: NaiveEvidenceGradient) -> NaiveEvidenceGradient:
+    """The one problem of a batch of one, as NumPy values (no eager JAX operation to compile)."""
+    first = jax.tree_util.tree_map(lambda v: np.asarray(v)[0], batch._replace(gradient=None))
+    return first._replace(gradient=np.asarray(batch.gradient))
 
 
 @float64
@@ -154,13 +160,14 @@ def ep_naive_evidences_and_gradient(
     n = X.shape[0]
     size = _linalg.problem_size(n)
     mask = _linalg.padding_mask(n, size)
-    Y = jnp.stack([_linalg.pad_labels(y, size) for y in jnp.asarray(Y, dtype=X.dtype)])
-    padded_sites = EPSites(*(jnp.stack([_linalg.pad_vector(row, size) for row in s]) for s in sites))
+    # padded in NumPy: labels +1 and flat (zero) sites at the padding
+    Y = np.pad(np.asarray(Y, dtype=np.float64), [(0, 0), (0, size - n)], constant_values=1.0)
+    padded_sites = EPSites(*(np.pad(np.asarray(s, dtype=np.float64), [(0, 0), (0, size - n)]) for s in sites))
     result = _padded_naive_evidences_and_gradient(
         jnp.asarray(x, dtype=X.dtype), _linalg.pad_rows(X, size), Y, mask, template, padded_sites,
         damping, max_iter, tol, log_z_tol,
     )
-    return result._replace(sites=EPSites(result.sites.precision[:, :n], result.sites.shift[:, :n]))
+    return result._replace(sites=EPSites(*(np.asarray(s)[:, :n] for s in result.sites)))
 
 
 @jax.jit

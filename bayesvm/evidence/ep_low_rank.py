@@ -74,12 +74,13 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.linalg import cho_solve, solve_triangular
 
 from .._precision import float64
 from .ep import ep_loop, flat_at_padding, label_sites, nu_sites
 from .ep_posterior import GaussianPosterior
-from .ep_gradient import EPSites, NaiveEvidenceGradient, batched_sites, tilted_gradient
+from .ep_gradient import EPSites, NaiveEvidenceGradient, batched_sites, first_problem, tilted_gradient
 from ..hyperparameters import kernel_at, penalty_at
 from ..kernels import Kernel
 from ..low_rank import LowRankPrior, low_rank_prior, low_rank_prior_at
@@ -183,11 +184,10 @@ def low_rank_naive_evidence_and_gradient(
     gradient (a warm start whose posterior is improper adds one). The one-problem case of
     :func:`low_rank_naive_evidences_and_gradient`.
     """
-    batch = low_rank_naive_evidences_and_gradient(x, X, Z, jnp.asarray(y)[None, :], template, batched_sites([sites]),
+    batch = low_rank_naive_evidences_and_gradient(x, X, Z, np.asarray(y)[None, :], template, batched_sites([sites]),
                                                   kind=kind, damping=damping, max_iter=max_iter, tol=tol,
                                                   log_z_tol=log_z_tol)
-    return NaiveEvidenceGradient(batch.value[0], batch.gradient, EPSites(batch.sites.precision[0], batch.sites.shift[0]),
-                                 batch.converged[0], batch.n_iter[0], batch.n_factorizations[0])
+    return first_problem(batch)
 
 
 @float64

@@ -178,7 +178,7 @@ class _Objective:
 
     def cold_sites(self) -> EPSites:
         """Zero sites for every problem, (k, n)."""
-        return EPSites(*(jnp.zeros(self.Y.shape, dtype=jnp.float64) for _ in range(2)))
+        return EPSites(*(np.zeros(self.Y.shape) for _ in range(2)))
 
     def full(self, x_free) -> np.ndarray:
         x = self.space.lower.copy()
@@ -198,8 +198,7 @@ class _Objective:
             converged = np.asarray(naive.converged)
             if converged.all():
                 break
-            keep = jnp.asarray(converged)[:, None]
-            sites = EPSites(*(jnp.where(keep, s, 0.0) for s in naive.sites))
+            sites = EPSites(*(np.where(converged[:, None], s, 0.0) for s in naive.sites))
         return naive, sweeps, factorizations
 
     def __call__(self, x_free):
@@ -302,7 +301,7 @@ def maximize_evidence(
     """
     started = time.perf_counter()
     X = jnp.asarray(X, dtype=jnp.float64)
-    Y = jnp.atleast_2d(jnp.asarray(y, dtype=jnp.float64))
+    Y = np.atleast_2d(np.asarray(y, dtype=np.float64))
     naive, normalization = path_estimators("ep", "annealed", tol=options.ep_tol, log_z_tol=options.ep_log_z_tol,
                                            key=random_state, options=dict(options.annealing))
     path = normalization.along_path(X, template, prior.inducing)
