@@ -43,7 +43,7 @@ from ..kernels import Kernel
 
 Array = jax.Array
 
-__all__ = ["EPSites", "NaiveEvidenceGradient", "batched_sites", "first_problem", "ep_naive_evidence_and_gradient",
+__all__ = ["EPSites", "NaiveEvidenceGradient", "batched_sites", "first_problem", "summed_over_problems", "ep_naive_evidence_and_gradient",
            "ep_naive_evidences_and_gradient", "zero_sites"]
 
 
@@ -96,30 +96,43 @@ def tilted_gradient(post: GaussianPosterior, tau: Array, shift: Array, y: Array,
 
 
 @float64
-def ep_naive_evidence_and_gradient(
-    x: Array,
-    X: Array,
-    y: Array,
-    template: Kernel,
-    sites: EPSites,
-    *,
-    damping: float = 0.5,
-    max_iter: int = 200,
-    tol: float = 1e-6,
-    log_z_tol: float = 1e-7,
-) -> NaiveEvidenceGradient:
+def ep_naive_evidence_and_gradient(x: Array, X: Array, y: Array, template: Kernel, sites: EPSites,
+                                   **loop) -> NaiveEvidenceGradient:
     """EP's ln Q(D) = n ln kappa(C) + ln INT N(theta; 0, K) exp(-C sum_i l(y_i theta_i)) dtheta and d/dx.
 
     x: the search coordinates (:mod:`bayesvm.hyperparameters`); X, y: the
     training inputs and labels in {-1, +1}; template: the kernel family;
-    sites: the warm start (:func:`zero_sites` for a cold one). The
-    tolerances are those of EP's loop (see :func:`bayesvm.evidence.ep.run_ep`); the
+    sites: the warm start (:func:`zero_sites` for a cold one); ``loop``: EP's damping, max_iter, tol and
+    log_z_tol, as in :func:`ep_naive_evidences_and_gradient` (see :func:`bayesvm.evidence.ep.run_ep`). The
     gradient is exact at the fixed point, so it is as accurate as the sites
     are converged. The one-problem case of :func:`ep_naive_evidences_and_gradient`.
     """
-    batch = ep_naive_evidences_and_gradient(x, X, np.asarray(y)[None, :], template, batched_sites([sites]),
-                                            damping=damping, max_iter=max_iter, tol=tol, log_z_tol=log_z_tol)
+    batch = ep_naive_evidences_and_gradient(x, X, np.asarray(y)[None, :], template, batched_sites([sites]), **loop)
     return first_problem(batch)
+
+
+def summed_over_problems(prior, prior_vjp, x: Array, Y: Array, sites: EPSites, solve,
+                         extra_factorizations: int) -> NaiveEvidenceGradient:
+    """Run EP on each of k problems one after the other (a scan) and apply the prior's vector-Jacobian product once.
+
+    prior: the prior's parameters at x (K(x), or a low-rank prior), ``prior_vjp`` the VJP of x -> prior;
+    ``solve(y, (precision, shift))`` -> (EP's final state, d ln Z_Gauss / d prior, the tilted part of the
+    gradient) for one problem's labels from its warm sites. Returns the per-problem values, sites, convergence and
+    sweeps, with ``extra_factorizations`` per problem beyond its sweeps, and the gradient of the summed ln Q(D).
+    """
+
+    def problem(summed, inputs):
+        y, precision, shift = inputs
+        state, prior_cotangent, tilted = solve(y, (precision, shift))
+        summed = (jax.tree_util.tree_map(jnp.add, summed[0], prior_cotangent), summed[1] + tilted)
+        return summed, (state.log_z, EPSites(state.site_precision, state.site_shift), state.converged, state.n_iter)
+
+    zero = (jax.tree_util.tree_map(jnp.zeros_like, prior), jnp.zeros_like(x))
+    (cotangent, tilted), (log_z, new_sites, converged, n_iter) = jax.lax.scan(
+        problem, zero, (Y, sites.precision, sites.shift))
+    (grad_prior,) = prior_vjp(cotangent)
+    return NaiveEvidenceGradient(value=log_z, gradient=grad_prior + tilted, sites=new_sites, converged=converged,
+                                 n_iter=n_iter, n_factorizations=n_iter + extra_factorizations)
 
 
 def batched_sites(sites: list[EPSites]) -> EPSites:
@@ -176,27 +189,14 @@ def _padded_naive_evidences_and_gradient(x, X, Y, mask, template, sites, damping
     K, gram_vjp = jax.vjp(lambda x: _linalg.unit_padding(kernel_at(template, x)(X), mask), x)
     C = penalty_at(x)
 
-    def problem(summed, inputs):
-        y, precision, shift = inputs
-        moments = flat_at_padding(label_sites(y, C), mask)
-        state = ep_loop_gram(K, moments, False, damping, max_iter, tol, log_z_tol, (precision, shift))
+    def solve(y, start):
+        state = ep_loop_gram(K, flat_at_padding(label_sites(y, C), mask), False, damping, max_iter, tol, log_z_tol,
+                             start)
         tau, shift, post = state.site_precision, state.site_shift, state.posterior
         # Gaussian part: d ln Z / dK = 1/2 (b b^T - R)
         sqrt_pos, chol, _ = positive_part(K, tau)
         b = shift - tau * post.mean
         R = sqrt_pos[:, None] * cho_solve((chol, True), jnp.diag(sqrt_pos))
-        cotangent, tilted = summed
-        summed = (cotangent + 0.5 * (jnp.outer(b, b) - R), tilted + tilted_gradient(post, tau, shift, y, x, mask))
-        return summed, (state.log_z, EPSites(tau, shift), state.converged, state.n_iter)
+        return state, 0.5 * (jnp.outer(b, b) - R), tilted_gradient(post, tau, shift, y, x, mask)
 
-    (cotangent, tilted), (log_z, new_sites, converged, n_iter) = jax.lax.scan(
-        problem, (jnp.zeros_like(K), jnp.zeros_like(x)), (Y, sites.precision, sites.shift))
-    (grad_kernel,) = gram_vjp(cotangent)
-    return NaiveEvidenceGradient(
-        value=log_z,
-        gradient=grad_kernel + tilted,
-        sites=new_sites,
-        converged=converged,
-        n_iter=n_iter,
-        n_factorizations=n_iter + 2,
-    )
+    return summed_over_problems(K, gram_vjp, x, Y, sites, solve, extra_factorizations=2)

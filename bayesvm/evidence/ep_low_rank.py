@@ -80,7 +80,8 @@ from jax.scipy.linalg import cho_solve, solve_triangular
 from .._precision import float64
 from .ep import ep_loop, flat_at_padding, label_sites, nu_sites
 from .ep_posterior import GaussianPosterior
-from .ep_gradient import EPSites, NaiveEvidenceGradient, batched_sites, first_problem, tilted_gradient
+from .ep_gradient import (EPSites, NaiveEvidenceGradient, batched_sites, first_problem, summed_over_problems,
+                          tilted_gradient)
 from ..hyperparameters import kernel_at, penalty_at
 from ..kernels import Kernel
 from ..low_rank import LowRankPrior, low_rank_prior, low_rank_prior_at
@@ -156,28 +157,16 @@ def _gaussian_log_z(prior: LowRankPrior, tau: Array, shift: Array) -> Array:
 
 
 @float64
-def low_rank_naive_evidence_and_gradient(
-    x: Array,
-    X: Array,
-    Z: Array,
-    y: Array,
-    template: Kernel,
-    sites: EPSites,
-    *,
-    kind: str = "fitc",
-    damping: float = 0.5,
-    max_iter: int = 200,
-    tol: float = 1e-6,
-    log_z_tol: float = 1e-7,
-) -> NaiveEvidenceGradient:
+def low_rank_naive_evidence_and_gradient(x: Array, X: Array, Z: Array, y: Array, template: Kernel, sites: EPSites,
+                                         **options) -> NaiveEvidenceGradient:
     """EP's ln Q(D) over the low-rank prior through the inducing inputs Z, and its exact gradient in x.
 
     As :func:`bayesvm.evidence.ep_gradient.ep_naive_evidence_and_gradient` with the
     prior :func:`bayesvm.low_rank.low_rank_prior_at` (x, X, Z, template, kind)
     in place of K(x): x the search coordinates, X (n, p) and y (n,) in
     {-1, +1} the training data, Z (m, p) the inducing inputs (held fixed),
-    ``kind`` "fitc" or "dtc", sites the warm start
-    (:func:`bayesvm.evidence.ep_gradient.zero_sites` for a cold one). O(n r^2 + r^3)
+    sites the warm start (:func:`bayesvm.evidence.ep_gradient.zero_sites` for a cold one); ``options``:
+    ``kind`` ("fitc" or "dtc") and EP's loop, as in :func:`low_rank_naive_evidences_and_gradient`. O(n r^2 + r^3)
     per sweep and O(n r) memory, r = m + 1. The gradient is exact at the
     fixed point (module docstring). ``n_factorizations`` counts r x r
     Cholesky factorisations: K_mm, the start, one per sweep, one for the
@@ -185,8 +174,7 @@ def low_rank_naive_evidence_and_gradient(
     :func:`low_rank_naive_evidences_and_gradient`.
     """
     batch = low_rank_naive_evidences_and_gradient(x, X, Z, np.asarray(y)[None, :], template, batched_sites([sites]),
-                                                  kind=kind, damping=damping, max_iter=max_iter, tol=tol,
-                                                  log_z_tol=log_z_tol)
+                                                  **options)
     return first_problem(batch)
 
 
@@ -217,28 +205,13 @@ def low_rank_naive_evidences_and_gradient(
     C = penalty_at(x)
     posterior = partial(low_rank_posterior, prior)
 
-    def problem(summed, inputs):
-        y, precision, shift = inputs
+    def solve(y, start):
         state = ep_loop(posterior, prior_variances(prior), label_sites(y, C), False, damping, max_iter, tol,
-                        log_z_tol, (precision, shift))
+                        log_z_tol, start)
         tau, shift, post = state.site_precision, state.site_shift, state.posterior
-        cotangent, tilted = summed
-        cotangent = jax.tree_util.tree_map(jnp.add, cotangent, jax.grad(_gaussian_log_z)(prior, tau, shift))
-        summed = (cotangent, tilted + tilted_gradient(post, tau, shift, y, x))
-        return summed, (state.log_z, EPSites(tau, shift), state.converged, state.n_iter)
+        return state, jax.grad(_gaussian_log_z)(prior, tau, shift), tilted_gradient(post, tau, shift, y, x)
 
-    zero = (jax.tree_util.tree_map(jnp.zeros_like, prior), jnp.zeros_like(x))
-    (cotangent, tilted), (log_z, new_sites, converged, n_iter) = jax.lax.scan(
-        problem, zero, (Y, sites.precision, sites.shift))
-    (grad_prior,) = prior_vjp(cotangent)
-    return NaiveEvidenceGradient(
-        value=log_z,
-        gradient=grad_prior + tilted,
-        sites=new_sites,
-        converged=converged,
-        n_iter=n_iter,
-        n_factorizations=n_iter + 3,
-    )
+    return summed_over_problems(prior, prior_vjp, x, Y, sites, solve, extra_factorizations=3)
 
 
 class LowRankEPPredictor(NamedTuple):

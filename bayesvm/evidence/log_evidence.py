@@ -30,8 +30,8 @@ from .approximations import (
     normalization_estimator,
 )
 from .ep import EPResult
-from .ep_gradient import zero_sites
-from .ep_low_rank import low_rank_naive_evidence_and_gradient, low_rank_predictor
+from .ep_gradient import EPSites
+from .ep_low_rank import low_rank_naive_evidences_and_gradient, low_rank_predictor
 from ..hyperparameters import coordinates_of
 from ..kernels import RBF, Kernel, gram_matrix
 from ..low_rank import inducing_inputs, low_rank_prior
@@ -388,21 +388,22 @@ def _low_rank_evidences(data: TrainingData, C: float, kernel: Kernel, inducing, 
     if not norm.runs_agree:
         warnings.warn(_UNTRUSTED_NORMALIZATION["annealed"].format(ess=norm.ess, n_runs=norm.n_runs),
                       RuntimeWarning, stacklevel=4)
+    # one run per problem serves ln Q(D) and the posterior, so it converges the sites (log_z_tol = 0), as the
+    # full path's does; the k problems share one low-rank prior
+    naive = low_rank_naive_evidences_and_gradient(x, X_, Z_, data.Y, kernel, EPSites(*(np.zeros(data.Y.shape),) * 2),
+                                                  tol=EPNaive.tol, log_z_tol=0.0)
     evidences = []
-    for y_pm in data.Y:
-        # one run serves ln Q(D) and the posterior, so it converges the sites (log_z_tol = 0), as the full
-        # path's posterior does
-        naive = low_rank_naive_evidence_and_gradient(x, X_, Z_, jnp.asarray(y_pm), kernel, zero_sites(X.shape[0]),
-                                                     tol=EPNaive.tol, log_z_tol=0.0)
-        if not bool(naive.converged):
+    for value, converged, precision, shift in zip(np.asarray(naive.value), np.asarray(naive.converged),
+                                                  *(np.asarray(s) for s in naive.sites)):
+        if not converged:
             warnings.warn("EP for ln Q(D) did not converge; the value is unreliable", RuntimeWarning, stacklevel=4)
-        posterior = LowRankPosterior(low_rank_predictor(x, X_, Z_, kernel, naive.sites), C, X.shape[0])
-        naive_value = float(naive.value)
+        sites = EPSites(precision, shift)
+        posterior = LowRankPosterior(low_rank_predictor(x, X_, Z_, kernel, sites), C, X.shape[0])
         evidences.append(Evidence(
-            total=naive_value - norm.value, total_se=norm.se, naive=naive_value, naive_se=0.0, terms=None,
+            total=float(value) - norm.value, total_se=norm.se, naive=float(value), naive_se=0.0, terms=None,
             log_normalization=norm.value, log_normalization_se=norm.se, normalization_ess=norm.ess, n_marginal=None,
             approximation="ep", determinant="regularized", normalization="annealed", fit=None,
-            naive_converged=bool(naive.converged), normalization_trusted=norm.runs_agree, low_rank=posterior,
+            naive_converged=bool(converged), normalization_trusted=norm.runs_agree, low_rank=posterior,
         ))
     return tuple(evidences)
 
