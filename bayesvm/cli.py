@@ -21,6 +21,7 @@ import argparse
 import csv
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -197,6 +198,30 @@ def _ard_kernel(args, n_features: int):
     return make_kernel(args.kernel).replace(length_scale=np.ones(n_features))
 
 
+def _selection_rows(args, X, y, source: str):
+    """--selection-size: the stratified subsample of the rows the search selects on (every row up to 1000 with
+    'auto'), with the data's description saying so."""
+    from ._validation import training_data
+    from .selection.subsample import SubsampleNotice, selection_subset
+
+    value = args.selection_size
+    if value not in ("auto", "none"):
+        try:
+            value = int(value)
+        except ValueError:
+            raise InputError(f"--selection-size must be 'auto', 'none' or a number of rows >= 2; got {value!r}") from None
+    try:
+        with warnings.catch_warnings():  # the data's description says it
+            warnings.simplefilter("ignore", SubsampleNotice)
+            _, rows = selection_subset(training_data(X, y), None if value == "none" else value,
+                                       random_state=args.seed)
+    except ValueError as error:
+        raise InputError(str(error)) from None
+    if rows is None:
+        return X, y, source
+    return X[rows], y[rows], source + f"; selected on a stratified random subsample of {rows.size} of its {len(y)} rows"
+
+
 def _inducing(value: str):
     """--inducing: 'auto', 'none' or a positive number of inducing inputs."""
     if value in ("auto", "none"):
@@ -222,6 +247,10 @@ def run_select(args) -> int:
         held_out = (X_test, y_test)
         source += f"; a stratified {_DEMO_TRAIN}-point training subsample, the other {len(y_test)} points held out"
     options = _selection_options(args)
+    if args.method == "search":
+        X, y, source = _selection_rows(args, X, y, source)
+    elif args.selection_size != "auto":
+        raise InputError("--selection-size works with the search (--method search)")
     if args.ard:
         options["kernel"] = _ard_kernel(args, X.shape[1])
     if np.unique(y).size > 2 and (args.cv or args.method != "search"):
@@ -371,8 +400,11 @@ def build_parser() -> argparse.ArgumentParser:
     select.add_argument("--no-refine", action="store_true", help="--method grid: skip the local refinement")
     select.add_argument("--inducing", default="auto", metavar="M",
                         help="the evidence on a low-rank prior through M k-means inducing inputs, O(n M^2): 'auto' "
-                             "(default: the full prior up to 5000 points, 200 inducing inputs above), 'none' (always "
+                             "(default: the full prior up to 2000 points, 200 inducing inputs above), 'none' (always "
                              "the full prior) or a number")
+    select.add_argument("--selection-size", default="auto", metavar="N",
+                        help="--method search: select on a stratified random subsample of N rows: 'auto' (default: "
+                             "every row up to 1000, 500 rows above), 'none' (every row) or a number")
     select.add_argument("--ard", action="store_true",
                         help="one length scale per feature, selected by the evidence (rbf and exponential kernels; "
                              "long length scales mark features the evidence finds irrelevant)")

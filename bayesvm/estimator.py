@@ -19,11 +19,16 @@ ionosphere at 100 training points), while EP's posterior mean carries the
 scale the evidence chose (NLL 0.23, error 0.066 on the same split; the
 documentation's selection benchmark).
 
-Large training sets: above 5000 points (``n_inducing="auto"``) or whenever
-``n_inducing`` is a number, the evidence and the posterior use a low-rank
-prior through that many k-means inducing inputs (theory: "Large data: a
-low-rank prior"): O(n m^2) time, O(n m) memory. No MAP SVM is fitted then,
-so the attributes that describe it (``fit_``, ``support_``, ...) are None.
+Large training sets: above 1000 rows (``selection_size="auto"``), or whenever
+``selection_size`` is a number, the evidence and the hyperparameters it
+selects are computed on a stratified random subsample of 500 (or that many)
+rows, and the posterior is then fitted on every row (theory: "Large data:
+selection on a subsample"). Each of the two uses the full prior up to 2000
+rows (``n_inducing="auto"``) and a low-rank prior through 200 k-means
+inducing inputs above (or through ``n_inducing`` of them; theory: "Large
+data: a low-rank prior"): O(n m^2) time, O(n m) memory. No MAP SVM is
+fitted on the low-rank prior, so the attributes that describe it
+(``fit_``, ``support_``, ...) are None there.
 
 Reference: P. Sollich, "Bayesian methods for support vector machines:
 evidence and predictive class probabilities", Machine Learning 46 (2002).
@@ -47,9 +52,10 @@ from .evidence.log_evidence import OneVsRestEvidence, one_vs_rest_evidence
 from .hyperparameters import coordinate_names, kernel_hyperparameters_at
 from .kernels import make_kernel
 from .posterior import APPROXIMATIONS as POSTERIORS
-from .posterior import PROBABILITY_METHODS, ErrorBars, Posterior
+from .posterior import PROBABILITY_METHODS, ErrorBars, Posterior, posteriors_at
 from .selection.search_priors import prior_for
 from .selection.select import select_for
+from .selection.subsample import selection_subset
 
 __all__ = ["BayesianSVC"]
 
@@ -85,9 +91,13 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         (module docstring).
     probability : ``"averaged"`` (default, <Q(+1|theta)>/<nu(theta)>),
         ``"map"`` (plug-in at the posterior mean) or ``"simple"`` (<P(+1|theta)>).
-    n_inducing : ``"auto"`` (default: the full prior up to 5000 training
+    n_inducing : ``"auto"`` (default: the full prior up to 2000 training
         points, a low-rank prior through 200 k-means inducing inputs above),
-        None (always the full prior) or a number of inducing inputs (module docstring).
+        None (always the full prior) or a number of inducing inputs (module docstring). The selection on a
+        subsample (``selection_size``) decides it for the subsample's rows, the posterior for all rows.
+    selection_size : ``"auto"`` (default: select on every row up to 1000, on a stratified random subsample of
+        500 rows above), None (always every row) or a number of rows
+        (:mod:`bayesvm.selection.subsample`). The posterior is fitted on every row.
     random_state : int seed of the tempered-SMC estimates of ln N(D) and of the k-means inducing inputs.
     multiclass : k >= 3 classes only: ``"shared"`` (default: one set of
         hyperparameters for the k one-vs-rest problems, maximising their summed
@@ -106,13 +116,14 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         ``kernel_`` the kernel; with ``multiclass="per_class"`` and k >= 3 classes, arrays with one entry
         (row) per class and a tuple of k kernels.
     log_evidence_, log_evidence_se_ : ln P(D) and its standard error at them (k >= 3 classes: summed over
-        the one-vs-rest problems); ``evidence_`` the full :class:`~bayesvm.evidence.log_evidence.Evidence`
+        the one-vs-rest problems), of the rows the selection used (``selection_rows_``); ``evidence_`` the full :class:`~bayesvm.evidence.log_evidence.Evidence`
         (terms, ln N(D), ...), for k >= 3 classes a
         :class:`~bayesvm.evidence.log_evidence.OneVsRestEvidence` with one per problem.
     selection_ : the :class:`~bayesvm.selection.search.SearchSelection` (a tuple of k with
         ``multiclass="per_class"``), or None when nothing was selected.
     posterior_ : the posterior used for predictions (k >= 3 classes: a tuple, one per problem).
-    inducing_ : the (m, d) inducing inputs of the low-rank prior, or None (the full prior).
+    inducing_ : the (m, d) inducing inputs of the posterior's low-rank prior, or None (the full prior).
+    selection_rows_ : indices of the training rows the selection used (a subsample), or None (every row).
     fit_ : the MAP SVM at the chosen hyperparameters (None on the low-rank path; k >= 3 classes: a tuple).
     support_ : indices of the MAP SVM's support vectors (alpha > 0); ``support_vectors_`` their inputs;
     dual_coef_ : (1, n_SV) alpha_i y_i of the support vectors (y = +1 for ``classes_[1]``);
@@ -133,11 +144,12 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         "multiclass": [StrOptions({"shared", "per_class"})],
         "coupling": [StrOptions(set(COUPLINGS))],
         "ard": ["boolean"],
+        "selection_size": [StrOptions({"auto"}), Interval(Integral, 2, None, closed="left"), None],
     }
 
     def __init__(self, kernel="rbf", C=None, amplitude=None, length_scale=None, offset=None, posterior="ep",
                  probability="averaged", n_inducing="auto", random_state=0, multiclass="shared", coupling="odds",
-                 ard=False):
+                 ard=False, selection_size="auto"):
         self.kernel = kernel
         self.C = C
         self.amplitude = amplitude
@@ -150,6 +162,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self.multiclass = multiclass
         self.coupling = coupling
         self.ard = ard
+        self.selection_size = selection_size
 
     @float64
     @_fit_context(prefer_skip_nested_validation=True)
@@ -164,14 +177,17 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         shape_name = template.shape_parameter
         fixed = self._fixed(shape_name)
         seed = self._seed()
-        inducing = prior_for(X, self.n_inducing, random_state=seed).evidence_options.get("inducing")
-        if inducing is not None and self.posterior == "laplace":
+        selected_on, self.selection_rows_ = selection_subset(data, self.selection_size, random_state=seed)
+        inducing = prior_for(selected_on.X, self.n_inducing, random_state=seed).evidence_options.get("inducing")
+        self.inducing_ = (inducing if self.selection_rows_ is None
+                          else prior_for(X, self.n_inducing, random_state=seed).evidence_options.get("inducing"))
+        if self.inducing_ is not None and self.posterior == "laplace":
             raise ValueError("posterior='laplace' needs the MAP SVM, which the low-rank path does not fit; use "
                              "posterior='ep' or n_inducing=None")
         # one selection over every class (two classes; k classes with shared hyperparameters), or one per class
         per_class = self.classes_.size > 2 and self.multiclass == "per_class"
         chosen = [self._evidence_and_selection(problem, template, fixed, seed, inducing)
-                  for problem in (data.problems if per_class else (data,))]
+                  for problem in (selected_on.problems if per_class else (selected_on,))]
         selections = tuple(selection for _, selection in chosen)
         if per_class:
             self.evidence_ = OneVsRestEvidence(self.classes_, tuple(evidence for evidence, _ in chosen),
@@ -179,9 +195,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             self.selection_ = None if selections[0] is None else selections
         else:
             self.evidence_, self.selection_ = chosen[0]
-        self.inducing_ = inducing
-        self._training = data
-        self._set_fitted(shape_name)
+        self._training = (selected_on, inducing)  # what log_marginal_likelihood evaluates on
+        self._set_fitted(shape_name, data)
         return self
 
     def _evidence_and_selection(self, data: TrainingData, template, fixed: dict, seed: int, inducing):
@@ -254,24 +269,21 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         if theta.shape != (len(names),) or not np.all(np.isfinite(theta)):
             raise ValueError(f"theta must be {len(names)} finite log hyperparameters {names}; got {theta.tolist()}")
         kernel = check_kernel(template.replace(**kernel_hyperparameters_at(template, theta)), self.n_features_in_)
-        return one_vs_rest_evidence(self._training, float(np.exp(theta[0])), kernel, random_state=self._seed(),
-                                    inducing=self.inducing_).total
+        data, inducing = self._training
+        return one_vs_rest_evidence(data, float(np.exp(theta[0])), kernel, random_state=self._seed(),
+                                    inducing=inducing).total
 
-    def _set_fitted(self, shape_name) -> None:
+    def _set_fitted(self, shape_name, data: TrainingData) -> None:
         problems = self.evidence_.problems if isinstance(self.evidence_, OneVsRestEvidence) else (self.evidence_,)
-        posteriors, kernels, penalties = [], [], []
-        for evidence in problems:
-            if evidence.fit is None:  # the low-rank path
-                posterior = evidence.posterior
-                C, kernel = posterior.C, _with_float_hyperparameters(posterior.predictor.kernel)
-            else:
-                posterior = (evidence.posterior if self.posterior == "laplace"
-                             else Posterior.from_fit(evidence.fit, "ep", ep=evidence.ep))
-                C, kernel = evidence.fit.C, evidence.fit.kernel
-            posteriors.append(posterior)
-            kernels.append(kernel)
-            penalties.append(float(C))
-        fits = [evidence.fit for evidence in problems]
+        kernels = [_with_float_hyperparameters(evidence.posterior.predictor.kernel) if evidence.fit is None
+                   else evidence.fit.kernel for evidence in problems]
+        penalties = [float(evidence.posterior.C if evidence.fit is None else evidence.fit.C) for evidence in problems]
+        if self.selection_rows_ is not None:  # selected on a subsample: the posterior of every row
+            posteriors = self._posteriors_on(data, penalties, kernels)
+        else:
+            posteriors = [evidence.posterior if evidence.fit is None or self.posterior == "laplace"
+                          else Posterior.from_fit(evidence.fit, "ep", ep=evidence.ep) for evidence in problems]
+        fits = [posterior.fit if isinstance(posterior, Posterior) else None for posterior in posteriors]
         self.fit_ = fits[0] if len(problems) == 1 else tuple(fits)
         self.posterior_ = posteriors[0] if len(problems) == 1 else tuple(posteriors)
         fit = self.fit_
@@ -295,6 +307,15 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self.length_scale_ = None if shape_name is None else value(shapes if self.ard else [float(v) for v in shapes])
         self.log_evidence_ = float(self.evidence_.total)
         self.log_evidence_se_ = float(self.evidence_.total_se)
+
+    def _posteriors_on(self, data: TrainingData, penalties: list, kernels: list) -> list:
+        """The EP posterior of every problem on all training rows at the selected hyperparameters (one run for
+        every problem where they are shared)."""
+        options = {"inducing": self.inducing_, "approximation": self.posterior}
+        if not isinstance(self.evidence_, OneVsRestEvidence) or self.evidence_.shared_normalization:
+            return list(posteriors_at(data, penalties[0], kernels[0], **options))
+        return [posteriors_at(problem, C, kernel, **options)[0]
+                for problem, C, kernel in zip(data.problems, penalties, kernels)]
 
     def _one_vs_rest(self) -> bool:
         check_is_fitted(self)

@@ -30,14 +30,17 @@ import numpy as np
 
 from . import _linalg
 from ._precision import float64, numpy_leaves
-from ._validation import check_inputs
+from ._validation import TrainingData, check_inputs
 from .evidence.ep import EPResult, converged_ep, ep_predict
-from .evidence.ep_low_rank import LowRankEPPredictor, low_rank_predict
+from .evidence.ep_gradient import EPSites
+from .evidence.ep_low_rank import (LowRankEPPredictor, low_rank_naive_evidences_and_gradient, low_rank_predict,
+                                   low_rank_predictor)
 from .evidence.tilted import hinge_tilted_moments
-from .kernels import gram_matrix
+from .hyperparameters import coordinates_of
+from .kernels import Kernel, gram_matrix
 from .evidence.laplace import LaplaceFactor, laplace_factor, laplace_latent_variance
 from .model import label_probability
-from .solver.dual import MapSVM
+from .solver.dual import MapSVM, fit_map_on_gram
 
 Array = jax.Array
 
@@ -50,6 +53,9 @@ __all__ = [
     "averaged_probability",
     "simple_average_probability",
     "predictive_probability",
+    "LowRankFit",
+    "low_rank_posteriors",
+    "posteriors_at",
 ]
 
 PROBABILITY_METHODS = ("averaged", "map", "simple")
@@ -57,6 +63,8 @@ APPROXIMATIONS = ("laplace", "ep")
 _HERMITE_NODES, _HERMITE_WEIGHTS = np.polynomial.hermite.hermgauss(64)
 #: below this variance the averages equal the plug-in value to rounding; use it directly
 _MIN_VARIANCE = 1e-24
+#: EP's convergence tolerance on the sites, for every posterior (the evidence's ln Q(D) uses the same)
+EP_TOL = 1e-8
 
 
 def _same_side_of_half(p: Array, mean: Array) -> Array:
@@ -238,3 +246,52 @@ class LowRankPosterior(_LatentPredictions):
         X = jnp.asarray(check_inputs(X, n_features=self.predictor.inducing.shape[1]))
         mean, variance = low_rank_predict(self.predictor, X)
         return np.asarray(mean), np.maximum(np.asarray(variance), 0.0)
+
+
+class LowRankFit(NamedTuple):
+    """EP over one low-rank prior for k binary problems: each problem's posterior, its ln Q(D) and whether its EP
+    converged."""
+
+    posteriors: tuple[LowRankPosterior, ...]
+    log_naive: np.ndarray
+    converged: np.ndarray
+
+
+@float64
+def low_rank_posteriors(data: TrainingData, C: float, kernel: Kernel, inducing) -> LowRankFit:
+    """EP over the FITC prior through the (m, d) ``inducing`` inputs for each binary problem of validated ``data``
+    at a valid (C, kernel) (:mod:`bayesvm.evidence.ep_low_rank`): one prior for every problem, cold sites converged
+    fully (``log_z_tol`` 0), as the full path's posterior is."""
+    x = jnp.asarray(coordinates_of(C, kernel))
+    X, Z = jnp.asarray(data.X), jnp.asarray(inducing)
+    cold = EPSites(*(np.zeros(data.Y.shape),) * 2)
+    naive = low_rank_naive_evidences_and_gradient(x, X, Z, data.Y, kernel, cold, tol=EP_TOL, log_z_tol=0.0)
+    posteriors = tuple(LowRankPosterior(low_rank_predictor(x, X, Z, kernel, EPSites(precision, shift)), C,
+                                        data.X.shape[0])
+                       for precision, shift in zip(*(np.asarray(s) for s in naive.sites)))
+    return LowRankFit(posteriors, np.asarray(naive.value), np.asarray(naive.converged))
+
+
+@float64
+def posteriors_at(data: TrainingData, C: float, kernel: Kernel, *, inducing=None,
+                  approximation: str = "ep") -> tuple[Posterior | LowRankPosterior, ...]:
+    """The posterior of each binary problem of validated ``data`` at a valid (C, kernel), without the evidence.
+
+    What a selection made on a subsample (:mod:`bayesvm.selection.subsample`) fits on every training row: on the
+    full prior, the MAP SVM and its ``approximation`` (EP, or the Laplace-style factor) from one Gram matrix; given
+    (m, d) ``inducing`` inputs, EP over the low-rank prior (:func:`low_rank_posteriors`). Warns where EP did not
+    converge.
+    """
+    if inducing is not None:
+        fitted = low_rank_posteriors(data, C, kernel, inducing)
+        if not np.all(fitted.converged):
+            warnings.warn("EP for the posterior did not converge; its predictions are approximate", RuntimeWarning,
+                          stacklevel=3)
+        return fitted.posteriors
+    K = gram_matrix(kernel, jnp.asarray(data.X))
+    posteriors = []
+    for problem in data.problems:
+        fit = fit_map_on_gram(K, data.X, problem.Y[0], problem.classes, C, kernel, stacklevel=4)
+        ep = converged_ep(K, jnp.asarray(fit.y), C, tol=EP_TOL) if approximation == "ep" else None
+        posteriors.append(Posterior.from_fit(fit, approximation, ep=ep))
+    return tuple(posteriors)

@@ -100,6 +100,16 @@ def test_select_by_search_reports_the_work_and_the_checks(tmp_path, toy, capsys)
     assert "--method grid" in capsys.readouterr().err
 
 
+def test_select_on_a_subsample_says_so(tmp_path, toy, capsys):
+    X, y = toy
+    data = write_csv(tmp_path / "toy.csv", X, y)
+    out_json = tmp_path / "result.json"
+    assert main(["select", str(data), "--target", "label", "--selection-size", "20", "--json", str(out_json),
+                 "-q"]) == 0
+    assert "stratified random subsample of 20 of its 40 rows" in capsys.readouterr().out
+    assert json.loads(out_json.read_text())["n"] == 20
+
+
 @pytest.mark.parametrize(
     "content, args, message",
     [
@@ -112,6 +122,10 @@ def test_select_by_search_reports_the_work_and_the_checks(tmp_path, toy, capsys)
         ("a,b,label\n1,2,x\n3,4,y\n", ["--target", "label", "--ard", "--kernel", "linear"], "needs --kernel rbf"),
         ("a,b,label\n1,2,x\n3,4,y\n5,6,z\n", ["--target", "label", "--method", "grid"], "take two classes"),
         ("a,b,label\n1,2,x\n3,4,y\n", [], "--target COLUMN is required"),
+        ("a,b,label\n1,2,x\n3,4,y\n", ["--target", "label", "--selection-size", "half"], "--selection-size must be"),
+        ("a,b,label\n1,2,x\n3,4,y\n", ["--target", "label", "--selection-size", "1"], "selection_size must be"),
+        ("a,b,label\n1,2,x\n3,4,y\n", ["--target", "label", "--method", "grid", "--selection-size", "10"],
+         "--selection-size works with the search"),
         ("a,b,label\n1,2,x\n3,4,y\n", ["--target", "label", "--method", "grid", "--max-checks", "-1"], "max_checks must be an integer >= 0"),
     ],
 )

@@ -20,7 +20,6 @@ import numpy as np
 from .._precision import float64, numpy_leaves
 from .._validation import TrainingData, check_inputs, check_kernel, check_labels, check_positive, training_data
 from .approximations import (
-    EPNaive,
     NAIVE_ESTIMATORS,
     NORMALIZATION_ESTIMATORS,
     STAND_IN_ESTIMATORS,
@@ -30,15 +29,12 @@ from .approximations import (
     normalization_estimator,
 )
 from .ep import EPResult
-from .ep_gradient import EPSites
-from .ep_low_rank import low_rank_naive_evidences_and_gradient, low_rank_predictor
-from ..hyperparameters import coordinates_of
 from ..kernels import RBF, Kernel, gram_matrix
 from ..low_rank import inducing_inputs, low_rank_prior
 from ..normalization.low_rank import annealed_log_normalization_low_rank
 from .laplace import DETERMINANTS, NaiveEvidenceTerms
 from ..normalization.draws import normalization_inputs
-from ..posterior import LowRankPosterior, Posterior
+from ..posterior import LowRankPosterior, Posterior, low_rank_posteriors
 from ..solver.dual import MapSVM, fit_map_on_gram
 
 __all__ = [
@@ -380,25 +376,19 @@ def _low_rank_evidences(data: TrainingData, C: float, kernel: Kernel, inducing, 
         Z = inducing_inputs(X, int(inducing), random_state=random_state)
     else:
         Z = check_inputs(inducing, name="inducing", n_features=X.shape[1])
-    x = jnp.asarray(coordinates_of(C, kernel))
-    X_, Z_ = jnp.asarray(X), jnp.asarray(Z)
     with warnings.catch_warnings():  # disagreeing runs are reported through normalization_trusted
         warnings.simplefilter("ignore", RuntimeWarning)
-        norm, _ = annealed_log_normalization_low_rank(low_rank_prior(kernel, X_, Z_), C, key=random_state)
+        norm, _ = annealed_log_normalization_low_rank(low_rank_prior(kernel, jnp.asarray(X), jnp.asarray(Z)), C,
+                                                      key=random_state)
     if not norm.runs_agree:
         warnings.warn(_UNTRUSTED_NORMALIZATION["annealed"].format(ess=norm.ess, n_runs=norm.n_runs),
                       RuntimeWarning, stacklevel=4)
-    # one run per problem serves ln Q(D) and the posterior, so it converges the sites (log_z_tol = 0), as the
-    # full path's does; the k problems share one low-rank prior
-    naive = low_rank_naive_evidences_and_gradient(x, X_, Z_, data.Y, kernel, EPSites(*(np.zeros(data.Y.shape),) * 2),
-                                                  tol=EPNaive.tol, log_z_tol=0.0)
+    # one EP run per problem serves ln Q(D) and the posterior; the k problems share one low-rank prior
+    fitted = low_rank_posteriors(data, C, kernel, Z)
     evidences = []
-    for value, converged, precision, shift in zip(np.asarray(naive.value), np.asarray(naive.converged),
-                                                  *(np.asarray(s) for s in naive.sites)):
+    for value, converged, posterior in zip(fitted.log_naive, fitted.converged, fitted.posteriors):
         if not converged:
             warnings.warn("EP for ln Q(D) did not converge; the value is unreliable", RuntimeWarning, stacklevel=4)
-        sites = EPSites(precision, shift)
-        posterior = LowRankPosterior(low_rank_predictor(x, X_, Z_, kernel, sites), C, X.shape[0])
         evidences.append(Evidence(
             total=float(value) - norm.value, total_se=norm.se, naive=float(value), naive_se=0.0, terms=None,
             log_normalization=norm.value, log_normalization_se=norm.se, normalization_ess=norm.ess, n_marginal=None,

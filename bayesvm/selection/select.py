@@ -115,7 +115,7 @@ def select_hyperparameters(
     cv : folds of ``method="cv"``.
     inducing : ``method="search"`` only: the prior the evidence is computed on
         (:func:`bayesvm.selection.search_priors.prior_for`): ``"auto"`` (default: the full
-        n x n prior up to 5000 training points, a low-rank prior through 200
+        n x n prior up to 2000 training points, a low-rank prior through 200
         k-means inducing inputs above), None (always the full prior), a number
         of inducing inputs, or an (m, d) array of them.
     random_state : seed of the samplers and the CV folds.

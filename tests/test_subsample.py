@@ -1,0 +1,118 @@
+"""Selection on a subsample of the rows, the posterior on all of them (bayesvm.selection.subsample)."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_iris
+
+from bayesvm import BayesianSVC, log_evidence
+from bayesvm._validation import training_data
+from bayesvm.datasets import load_dataset
+from bayesvm.kernels import RBF
+from bayesvm.selection import subsample
+from bayesvm.selection.subsample import SubsampleNotice, selection_subset
+
+FIXED = dict(C=1.0, amplitude=30.0, offset=30.0, length_scale=6.0)
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = load_dataset("breast_cancer", return_X_y=True)
+    index = np.random.default_rng(0).permutation(len(y))
+    return X[index[:120]], y[index[:120]], X[index[120:220]]
+
+
+def test_the_subsample_keeps_every_class_share_and_its_rows():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(400, 2))
+    y = np.repeat(["a", "b", "c"], [200, 150, 50])
+    data = training_data(X, y)
+    subset, rows = selection_subset(data, 80, random_state=1)
+    assert rows.shape == (80,) and np.all(np.diff(rows) > 0)
+    np.testing.assert_array_equal(np.unique(y[rows], return_counts=True)[1], [40, 30, 10])
+    np.testing.assert_array_equal(subset.X, X[rows])
+    np.testing.assert_array_equal(subset.Y, data.Y[:, rows])
+    np.testing.assert_array_equal(subset.classes, data.classes)
+    # another seed draws other rows; as many rows as there are (or more) is every row
+    assert not np.array_equal(selection_subset(data, 80, random_state=2)[1], rows)
+    for size in (None, 400, 1000):
+        same, none = selection_subset(data, size)
+        assert same is data and none is None
+
+
+def test_auto_subsamples_above_the_threshold_and_says_so(monkeypatch):
+    data = training_data(np.random.default_rng(0).normal(size=(30, 2)), np.arange(30) % 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert selection_subset(data, "auto")[1] is None
+    monkeypatch.setattr(subsample, "AUTO_SUBSAMPLE_ABOVE", 20)
+    monkeypatch.setattr(subsample, "DEFAULT_SELECTION_SIZE", 10)
+    with pytest.warns(SubsampleNotice, match="subsample of 10 rows"):
+        _, rows = selection_subset(data, "auto")
+    assert rows.size == 10
+
+
+def test_bad_subsample_sizes_are_refused_with_what_is_accepted():
+    data = training_data(np.random.default_rng(0).normal(size=(30, 2)), np.r_[np.zeros(29), 1])
+    for bad in ("half", 1, 0, 2.5, True):
+        with pytest.raises(ValueError, match="selection_size must be"):
+            selection_subset(data, bad)
+    with pytest.raises(ValueError, match="selection_size=None"):  # one row of a class cannot be stratified
+        selection_subset(data, 10)
+    with pytest.raises(ValueError):  # the estimator's own parameter validation
+        BayesianSVC(selection_size=1, **FIXED).fit(data.X, np.r_[np.zeros(15), np.ones(15)])
+
+
+def test_evidence_of_the_subsample_posterior_of_every_row(data):
+    """Fixed hyperparameters: ln P(D) is that of the subsample's rows, the posterior that of all rows."""
+    X, y, X_test = data
+    model = BayesianSVC(selection_size=60, **FIXED).fit(X, y)
+    rows = model.selection_rows_
+    assert rows.size == 60
+    kernel = RBF(length_scale=6.0, amplitude=30.0, offset=30.0)
+    assert model.log_evidence_ == pytest.approx(log_evidence(X[rows], y[rows], C=1.0, kernel=kernel).total,
+                                                abs=1e-9)
+    everything = BayesianSVC(selection_size=None, **FIXED).fit(X, y)
+    assert everything.selection_rows_ is None
+    assert model.fit_.X.shape == X.shape
+    np.testing.assert_array_equal(model.support_, everything.support_)
+    np.testing.assert_allclose(model.predict_proba(X_test), everything.predict_proba(X_test), atol=1e-7)
+    laplace = BayesianSVC(selection_size=60, posterior="laplace", **FIXED).fit(X, y)
+    assert laplace.posterior_.approximation == "laplace" and laplace.fit_.X.shape == X.shape
+
+
+def test_low_rank_posterior_of_every_row(data):
+    X, y, X_test = data
+    model = BayesianSVC(selection_size=60, n_inducing=40, **FIXED).fit(X, y)
+    rows = model.selection_rows_
+    kernel = RBF(length_scale=6.0, amplitude=30.0, offset=30.0)
+    reference = log_evidence(X[rows], y[rows], C=1.0, kernel=kernel, inducing=40)
+    assert model.log_evidence_ == pytest.approx(reference.total, abs=1e-9)
+    everything = BayesianSVC(selection_size=None, n_inducing=40, **FIXED).fit(X, y)
+    np.testing.assert_array_equal(model.inducing_, everything.inducing_)
+    assert model.posterior_.n == X.shape[0] and model.fit_ is None
+    np.testing.assert_allclose(model.predict_proba(X_test), everything.predict_proba(X_test), atol=1e-7)
+
+
+def test_the_selection_is_that_of_the_subsample(data):
+    """The hyperparameters selected with selection_size are those selected on the subsample's rows alone."""
+    X, y, X_test = data
+    fixed = dict(C=1.0, amplitude=30.0, offset=30.0)
+    model = BayesianSVC(selection_size=60, **fixed).fit(X, y)
+    alone = BayesianSVC(selection_size=None, **fixed).fit(X[model.selection_rows_], y[model.selection_rows_])
+    assert model.length_scale_ == pytest.approx(alone.length_scale_, rel=1e-9)
+    assert model.log_evidence_ == pytest.approx(alone.log_evidence_, abs=1e-9)
+    theta = np.log([1.0, 30.0, 1.0, model.length_scale_])
+    assert model.log_marginal_likelihood(theta) == pytest.approx(alone.log_evidence_, abs=1e-9)
+    assert not np.allclose(model.predict_proba(X_test), alone.predict_proba(X_test), atol=1e-3)
+
+
+def test_more_than_two_classes_on_a_subsample():
+    X, y = load_iris(return_X_y=True)
+    fixed = dict(C=1.0, amplitude=5.0, offset=5.0, length_scale=2.0)
+    model = BayesianSVC(selection_size=60, **fixed).fit(X, y)
+    everything = BayesianSVC(selection_size=None, **fixed).fit(X, y)
+    assert np.bincount(y[model.selection_rows_]).tolist() == [20, 20, 20]
+    assert all(fit.X.shape == X.shape for fit in model.fit_)
+    np.testing.assert_allclose(model.predict_proba(X), everything.predict_proba(X), atol=1e-7)
