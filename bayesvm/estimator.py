@@ -249,7 +249,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
 
     @float64
     def log_marginal_likelihood(self, theta=None) -> float:
-        """ln P(D) of the training data at log hyperparameters ``theta`` (default: the fitted ones).
+        """ln P(D) of the training rows the selection used (``selection_rows_``; every row when it is None) at log
+        hyperparameters ``theta`` (default: the fitted ones).
 
         ``theta`` = (ln C, ln amplitude, ln(offset / amplitude), ln shape) as in
         :data:`bayesvm.hyperparameters.COORDINATES` (the shape entry is ignored

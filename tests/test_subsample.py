@@ -41,6 +41,15 @@ def test_the_subsample_keeps_every_class_share_and_its_rows():
         assert same is data and none is None
 
 
+def test_a_rare_class_keeps_two_rows_in_the_subsample():
+    rng = np.random.default_rng(0)
+    y = np.r_[np.zeros(300, int), np.ones(296, int), np.full(4, 2)]  # class 2 would round to 0 of 50
+    data = training_data(rng.normal(size=(600, 2)), y)
+    _, rows = selection_subset(data, 50, random_state=0)
+    counts = np.bincount(y[rows], minlength=3)
+    assert counts[2] == 2 and counts[:2].sum() == 50 and np.unique(rows).size == rows.size
+
+
 def test_auto_subsamples_above_the_threshold_and_says_so(monkeypatch):
     data = training_data(np.random.default_rng(0).normal(size=(30, 2)), np.arange(30) % 2)
     with warnings.catch_warnings():

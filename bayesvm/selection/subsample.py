@@ -45,7 +45,7 @@ class SubsampleNotice(UserWarning):
 def selection_subset(data: TrainingData, selection_size="auto", *,
                      random_state=0) -> tuple[TrainingData, np.ndarray | None]:
     """The rows the selection works on: ``(data, None)`` for all of them, or a stratified subsample and its row
-    indices (sorted).
+    indices (sorted). Every class keeps at least two rows (the subsample grows by the few it takes).
 
     ``selection_size``: ``"auto"`` (all rows up to :data:`AUTO_SUBSAMPLE_ABOVE`, a subsample of
     :data:`DEFAULT_SELECTION_SIZE` above, with a :class:`SubsampleNotice`), None (all rows), or a number of rows
@@ -80,5 +80,16 @@ def selection_subset(data: TrainingData, selection_size="auto", *,
     except ValueError as error:  # a class too rare to stratify, or a subsample too small to hold every class
         raise ValueError(f"a stratified subsample of {size} of the {n} training rows is not possible ({error}); pass "
                          "selection_size=None to select on every row, or a larger number of rows") from None
-    rows = np.sort(rows)
+    rows = np.sort(np.concatenate([rows, _rare_class_rows(labels, rows, random_state)]))
     return TrainingData(data.X[rows], data.Y[:, rows], data.classes), rows
+
+
+def _rare_class_rows(labels: np.ndarray, rows: np.ndarray, random_state) -> np.ndarray:
+    """Rows to add so that every class has at least two rows in the subsample: stratification rounds a class
+    rarer than one row in the subsample's size down to none, and its one-vs-rest problem would then have no
+    positive example."""
+    rng = np.random.default_rng(random_state)
+    counts = np.bincount(labels[rows], minlength=labels.max() + 1)
+    extra = [rng.choice(np.setdiff1d(np.flatnonzero(labels == c), rows), size=2 - counts[c], replace=False)
+             for c in np.flatnonzero(counts < 2)]
+    return np.concatenate(extra) if extra else np.empty(0, dtype=rows.dtype)
