@@ -10,10 +10,16 @@ from bayesvm import BayesianSVC, log_evidence
 from bayesvm._validation import training_data
 from bayesvm.datasets import load_dataset
 from bayesvm.kernels import RBF
+from bayesvm.posterior import Posterior
 from bayesvm.selection import subsample
 from bayesvm.selection.subsample import SubsampleNotice, selection_subset
 
 FIXED = dict(C=1.0, amplitude=30.0, offset=30.0, length_scale=6.0)
+
+
+def fitted_rows(posterior) -> int:
+    """The number of training rows a posterior was fitted on (the MAP SVM's on the full prior)."""
+    return posterior.fit.X.shape[0] if isinstance(posterior, Posterior) else posterior.n
 
 
 @pytest.fixture(scope="module")
@@ -117,11 +123,15 @@ def test_the_selection_is_that_of_the_subsample(data):
     assert not np.allclose(model.predict_proba(X_test), alone.predict_proba(X_test), atol=1e-3)
 
 
-def test_more_than_two_classes_on_a_subsample():
+@pytest.mark.parametrize("options", [{}, {"multiclass": "per_class"}, {"n_inducing": 30}])
+def test_more_than_two_classes_on_a_subsample(options):
+    """Every problem's posterior is fitted on all rows: one run for shared hyperparameters (full or low-rank
+    prior), one per problem with per-class ones."""
     X, y = load_iris(return_X_y=True)
-    fixed = dict(C=1.0, amplitude=5.0, offset=5.0, length_scale=2.0)
-    model = BayesianSVC(selection_size=60, **fixed).fit(X, y)
+    X, y = X[::2], y[::2]  # 25 rows per class
+    fixed = dict(C=1.0, amplitude=1.0, offset=1.0, length_scale=2.0, **options)
+    model = BayesianSVC(selection_size=30, **fixed).fit(X, y)
     everything = BayesianSVC(selection_size=None, **fixed).fit(X, y)
-    assert np.bincount(y[model.selection_rows_]).tolist() == [20, 20, 20]
-    assert all(fit.X.shape == X.shape for fit in model.fit_)
+    assert np.bincount(y[model.selection_rows_]).tolist() == [10, 10, 10]
+    assert [fitted_rows(posterior) for posterior in model.posterior_] == [75, 75, 75]
     np.testing.assert_allclose(model.predict_proba(X), everything.predict_proba(X), atol=1e-7)
