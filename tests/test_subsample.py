@@ -11,7 +11,8 @@ from bayesvm._validation import training_data
 from bayesvm.datasets import load_dataset
 from bayesvm.kernels import RBF
 from bayesvm.posterior import Posterior
-from bayesvm.selection import subsample
+from bayesvm.selection import search_priors, subsample
+from bayesvm.selection.search_priors import LowRankNotice
 from bayesvm.selection.subsample import SubsampleNotice, selection_subset
 
 FIXED = dict(C=1.0, amplitude=30.0, offset=30.0, length_scale=6.0)
@@ -66,6 +67,13 @@ def test_auto_subsamples_above_the_threshold_and_says_so(monkeypatch):
     with pytest.warns(SubsampleNotice, match="subsample of 10 rows"):
         _, rows = selection_subset(data, "auto")
     assert rows.size == 10
+    monkeypatch.setattr(search_priors, "AUTO_INDUCING_ABOVE", 20)  # the posterior of all 30 rows: low rank
+    monkeypatch.setattr(search_priors, "DEFAULT_INDUCING", 5)
+    with pytest.warns(SubsampleNotice) as record:  # the estimator's notices point at the caller's line
+        BayesianSVC(C=1.0, amplitude=1.0, offset=1.0, length_scale=1.0).fit(data.X, np.arange(30) % 2)
+    notices = [w for w in record if w.category in (SubsampleNotice, LowRankNotice)]
+    assert sorted(w.category.__name__ for w in notices) == ["LowRankNotice", "SubsampleNotice"]
+    assert all(w.filename == __file__ for w in notices), [(w.category, w.filename) for w in notices]
 
 
 def test_bad_subsample_sizes_are_refused_with_what_is_accepted():

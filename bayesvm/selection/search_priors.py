@@ -97,7 +97,7 @@ def prior_for(X: np.ndarray, inducing="auto", *, random_state=0) -> FullPrior | 
             f"{n} training points: the evidence and the posterior use a low-rank prior through {m} inducing inputs "
             f"(k-means centres; O(n m^2) instead of O(n^3), automatic above {AUTO_INDUCING_ABOVE} points). Pass "
             "inducing=None for the full prior or a number of inducing inputs to choose",
-            LowRankNotice, stacklevel=4,
+            LowRankNotice, stacklevel=5,  # prior_for, BayesianSVC.fit or select_for, two decorators, the caller
         )
         return InducingPrior(inducing_inputs(X, m, random_state=random_state))
     if isinstance(inducing, (int, np.integer)) and not isinstance(inducing, bool):

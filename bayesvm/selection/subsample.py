@@ -42,14 +42,15 @@ class SubsampleNotice(UserWarning):
     """The hyperparameters are selected on a subsample of the training rows because the training set is large."""
 
 
-def selection_subset(data: TrainingData, selection_size="auto", *,
-                     random_state=0) -> tuple[TrainingData, np.ndarray | None]:
+def selection_subset(data: TrainingData, selection_size="auto", *, random_state=0,
+                     stacklevel: int = 2) -> tuple[TrainingData, np.ndarray | None]:
     """The rows the selection works on: ``(data, None)`` for all of them, or a stratified subsample and its row
     indices (sorted). Every class keeps at least two rows (the subsample grows by the few it takes).
 
     ``selection_size``: ``"auto"`` (all rows up to :data:`AUTO_SUBSAMPLE_ABOVE`, a subsample of
     :data:`DEFAULT_SELECTION_SIZE` above, with a :class:`SubsampleNotice`), None (all rows), or a number of rows
-    (all of them when the training set is not larger).
+    (all of them when the training set is not larger). ``stacklevel``: the notice's, as in :func:`warnings.warn`
+    (callers behind decorators raise it so that it points at the user's line).
     """
     n = data.X.shape[0]
     if selection_size is None:
@@ -65,7 +66,7 @@ def selection_subset(data: TrainingData, selection_size="auto", *,
             f"random subsample of {size} rows (automatic above {AUTO_SUBSAMPLE_ABOVE}); the posterior is fitted on "
             f"all {n}. Pass selection_size=None to use every row (slow: a search's time grows about as n^2) or a "
             "number of rows",
-            SubsampleNotice, stacklevel=4,
+            SubsampleNotice, stacklevel=stacklevel + 1,
         )
     elif (isinstance(selection_size, numbers.Integral) and not isinstance(selection_size, bool)
           and selection_size >= 2):
