@@ -31,6 +31,7 @@ import numpy as np
 from . import _linalg
 from ._precision import float64, numpy_leaves
 from ._validation import TrainingData, check_inputs
+from .evidence.approximations import EPNaive
 from .evidence.ep import EPResult, converged_ep, ep_predict
 from .evidence.ep_gradient import EPSites
 from .evidence.ep_low_rank import (LowRankEPPredictor, low_rank_naive_evidences_and_gradient, low_rank_predict,
@@ -63,8 +64,6 @@ APPROXIMATIONS = ("laplace", "ep")
 _HERMITE_NODES, _HERMITE_WEIGHTS = np.polynomial.hermite.hermgauss(64)
 #: below this variance the averages equal the plug-in value to rounding; use it directly
 _MIN_VARIANCE = 1e-24
-#: EP's convergence tolerance on the sites, for every posterior (the evidence's ln Q(D) uses the same)
-EP_TOL = 1e-8
 
 
 def _same_side_of_half(p: Array, mean: Array) -> Array:
@@ -265,7 +264,7 @@ def low_rank_posteriors(data: TrainingData, C: float, kernel: Kernel, inducing) 
     x = jnp.asarray(coordinates_of(C, kernel))
     X, Z = jnp.asarray(data.X), jnp.asarray(inducing)
     cold = EPSites(*(np.zeros(data.Y.shape),) * 2)
-    naive = low_rank_naive_evidences_and_gradient(x, X, Z, data.Y, kernel, cold, tol=EP_TOL, log_z_tol=0.0)
+    naive = low_rank_naive_evidences_and_gradient(x, X, Z, data.Y, kernel, cold, tol=EPNaive.tol, log_z_tol=0.0)
     posteriors = tuple(LowRankPosterior(low_rank_predictor(x, X, Z, kernel, EPSites(precision, shift)), C,
                                         data.X.shape[0])
                        for precision, shift in zip(*(np.asarray(s) for s in naive.sites)))
@@ -292,6 +291,6 @@ def posteriors_at(data: TrainingData, C: float, kernel: Kernel, *, inducing=None
     posteriors = []
     for problem in data.problems:
         fit = fit_map_on_gram(K, data.X, problem.Y[0], problem.classes, C, kernel, stacklevel=4)
-        ep = converged_ep(K, jnp.asarray(fit.y), C, tol=EP_TOL) if approximation == "ep" else None
+        ep = converged_ep(K, jnp.asarray(fit.y), C) if approximation == "ep" else None
         posteriors.append(Posterior.from_fit(fit, approximation, ep=ep))
     return tuple(posteriors)
