@@ -36,8 +36,9 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 import numpy as np
+from scipy.spatial.distance import pdist
 
-from .kernels import Kernel, check_length_scale_features, is_ard, squared_distances
+from .kernels import Kernel, check_length_scale_features, is_ard
 
 Array = jax.Array
 
@@ -116,8 +117,7 @@ def pairwise_distances(X: np.ndarray, max_points: int = 500) -> np.ndarray:
     What the data-derived defaults of length scales are read from.
     """
     rows = X[np.linspace(0, X.shape[0] - 1, min(X.shape[0], max_points)).astype(int)]
-    d = np.sqrt(np.asarray(squared_distances(jnp.asarray(rows), jnp.asarray(rows))))
-    d = d[np.triu_indices_from(d, k=1)]
+    d = pdist(np.asarray(rows, dtype=np.float64))
     return d[d > 0]
 
 

@@ -55,6 +55,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import logsumexp
+from scipy.special import logsumexp as scipy_logsumexp
 
 from .. import _linalg
 from .._linalg import psd_factor
@@ -359,15 +360,15 @@ def _padded_schedule(temperatures, max_temperatures: int) -> Array:
 
     Both kinds then share one compilation of ``smc_runs``.
     """
-    schedule = jnp.ones(max_temperatures + 1)
-    if temperatures is None:
-        return schedule
-    temperatures = _check_schedule(temperatures)
-    if temperatures.shape[0] > max_temperatures + 1:
-        raise ValueError(
-            f"temperatures has {temperatures.shape[0] - 1} steps, more than max_temperatures = {max_temperatures}"
-        )
-    return schedule.at[: temperatures.shape[0]].set(temperatures)
+    schedule = np.ones(max_temperatures + 1)
+    if temperatures is not None:
+        temperatures = np.asarray(_check_schedule(temperatures))
+        if temperatures.shape[0] > max_temperatures + 1:
+            raise ValueError(
+                f"temperatures has {temperatures.shape[0] - 1} steps, more than max_temperatures = {max_temperatures}"
+            )
+        schedule[: temperatures.shape[0]] = temperatures
+    return jnp.asarray(schedule)
 
 
 def _summarise(log_z, *, steps, schedule, min_ess, slice_evals, stuck, n_particles, n_mcmc_steps) -> AnnealingResult:
@@ -375,7 +376,7 @@ def _summarise(log_z, *, steps, schedule, min_ess, slice_evals, stuck, n_particl
     R = log_z.shape[0]
     if R < 2:
         raise ValueError("at least two runs are needed for a standard error")
-    value = float(logsumexp(log_z) - np.log(R))
+    value = float(scipy_logsumexp(log_z) - np.log(R))
     ratio = np.exp(log_z - value)  # Z_r / Zbar, sums to R
     se = float(np.sqrt(np.sum((ratio - 1.0) ** 2) / (R * (R - 1))))
     ess = float(np.sum(ratio) ** 2 / np.sum(ratio**2))

@@ -204,7 +204,7 @@ class FullPathPrior:
         # the jitter is independent noise of this variance on every theta_i (theta^2 units)
         if not (bool(np.all(np.isfinite(np.asarray(L)))) and float(jitter) <= MARGIN_RESOLUTION):
             return None
-        return L, (penalty_at(jnp.asarray(x)), self.mask.astype(L.dtype)), jitter
+        return L, (np.exp(x[0]), self.mask.astype(L.dtype)), jitter
 
     def log_integrand(self, x: Array, z: Array, jitter: Array) -> Array:
         L, params = self.linear_form(x, jitter)

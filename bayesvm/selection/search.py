@@ -48,7 +48,7 @@ from ..evidence.ep import EP_LOOPS
 from ..evidence.approximations import path_estimators
 from ..evidence.ep_gradient import EPSites
 from ..evidence.log_evidence import Evidence, OneVsRestEvidence
-from ..hyperparameters import SearchSpace, kernel_hyperparameters_at, pairwise_distances, penalty_at
+from ..hyperparameters import SearchSpace, kernel_hyperparameters_at, pairwise_distances
 from ..hyperparameters import feature_pairwise_distances
 from ..kernels import Kernel, is_ard
 from ..normalization.path import ReweightedPath
@@ -138,7 +138,7 @@ class SearchResult:
 
     def hyperparameters(self, step: SearchStep) -> tuple[float, Kernel]:
         """C and the kernel at an evaluated point."""
-        return float(penalty_at(jnp.asarray(step.x))), _concrete_kernel(self.template, step.x)
+        return float(np.exp(step.x[0])), _concrete_kernel(self.template, step.x)
 
     @property
     def n_evaluations(self) -> int:

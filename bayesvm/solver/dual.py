@@ -237,7 +237,8 @@ def _solve_adaptive(ascend, finish, K, y, C, tol, max_iter):
     y = _linalg.pad_labels(y, size)
     max_iter = _default_max_iter(size) if max_iter is None else max_iter
     alpha, theta, n_iter = ascend(K, y, C, tol, max_iter=max_iter)
-    n_free = int(jnp.max(jnp.sum((alpha > 0) & (alpha < jnp.expand_dims(C, -1)), axis=-1)))
+    alpha_host = np.asarray(alpha)
+    n_free = int(np.max(np.sum((alpha_host > 0) & (alpha_host < np.expand_dims(np.asarray(C), -1)), axis=-1)))
     max_free = _linalg.buffer_size(n_free, size)
     solution = finish(K, y, C, alpha, theta, n_iter, tol, max_iter=max_iter, max_free=max_free)
     return solution._replace(alpha=solution.alpha[..., :n], theta=solution.theta[..., :n],
