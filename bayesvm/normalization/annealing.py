@@ -175,10 +175,10 @@ def mean_route_log_likelihood(theta: Array, C: Array | float, n: Array | float) 
 def product_route_log_likelihood(theta: Array, C: Array | float, mask: Array | None = None) -> Array:
     """L(theta) = sum_i ln nu(theta_i) over the training inputs (theory: "The single-draw identity").
 
-    ``mask`` (optional, 0/1 per entry) leaves padding entries out of the sum; over the last axis of theta.
+    ``mask`` (optional, 0/1 per entry) leaves padding entries out of the sum.
     """
     terms = log_nu(theta, C)
-    return jnp.sum(terms if mask is None else mask * terms, axis=-1)
+    return jnp.sum(terms if mask is None else mask * terms)
 
 
 def padded(chol: Array, size: int) -> tuple[Array, Array]:

@@ -100,11 +100,9 @@ class RoutedEstimate(NamedTuple):
 
 
 @float64
-def annealed_with_ep_fallback(chol, C: float, mask=None, *, key=0, fallback: bool = True,
-                              **options) -> RoutedEstimate:
+def annealed_with_ep_fallback(chol, C: float, mask=None, *, key=0, **options) -> RoutedEstimate:
     """ln N(D) from the prior (:func:`bayesvm.normalization.annealing.product_route_log_likelihood`), and from EP's
-    Gaussian (:func:`annealed_from_ep`) where the prior-started runs still disagree at the budget's cap
-    (not with ``fallback=False``: the prior-started estimate alone).
+    Gaussian (:func:`annealed_from_ep`) where the prior-started runs still disagree at the budget's cap.
 
     The fallback's budget is :data:`FALLBACK_LADDER`. Disagreeing runs are biased low, so the higher of the two
     values is kept: the EP-started one where it is at
@@ -119,7 +117,7 @@ def annealed_with_ep_fallback(chol, C: float, mask=None, *, key=0, fallback: boo
     with warnings.catch_warnings():  # disagreeing runs are the result's runs_agree, and the reason to go on
         warnings.simplefilter("ignore", RuntimeWarning)
         prior = annealed_until_runs_agree(chol, product_route_log_likelihood, args=(C, mask), key=key, **options)
-        if prior.runs_agree or not fallback:
+        if prior.runs_agree:
             return RoutedEstimate(prior, "prior", None)
         ep, start = annealed_from_ep(chol, C, mask, key=key, **{**options, "ladder": FALLBACK_LADDER})
     if ep.value >= prior.value:

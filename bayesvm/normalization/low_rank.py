@@ -71,7 +71,6 @@ Array = jax.Array
 
 __all__ = [
     "log_nu_smoothed",
-    "log_sum_smoothed",
     "low_rank_log_likelihood",
     "annealed_log_normalization_low_rank",
     "LowRankPathPrior",
@@ -100,15 +99,9 @@ def log_nu_smoothed(u: Array, d: Array, C: Array | float) -> Array:
 
 
 @float64
-def log_sum_smoothed(u: Array, d: Array, C: Array | float) -> Array:
-    """sum_i ln nubar_i(u_i) over the last axis of u (u = V w: the prior's latents without their noise)."""
-    return jnp.sum(log_nu_smoothed(u, d, C), axis=-1)
-
-
-@float64
 def low_rank_log_likelihood(w: Array, V: Array, d: Array, C: Array | float) -> Array:
     """l(w) = sum_i ln nubar_i(v_i^T w), for one w (r,) or a batch of rows (..., r) as one product w V^T."""
-    return log_sum_smoothed(w @ V.T, d, C)
+    return jnp.sum(log_nu_smoothed(w @ V.T, d, C), axis=-1)
 
 
 def _checked_prior(prior) -> tuple[Array, Array]:
@@ -181,35 +174,19 @@ class LowRankPathPrior:
     template: Kernel
     kind: str = "fitc"
 
-    #: sum_i ln nubar_i(u_i), u = V w (module docstring)
-    log_sum = staticmethod(log_sum_smoothed)
-
-    def linear_form(self, x: Array, aux) -> tuple[Array, tuple]:
-        """V(x) and (d(x), C(x))."""
+    def log_integrand(self, x: Array, w: Array, aux) -> Array:
         V, d = low_rank_prior_at(x, self.X, self.Z, self.template, self.kind)
-        return V, (d, penalty_at(x))
+        return low_rank_log_likelihood(w, V, d, penalty_at(x))
 
-    def form_at(self, x: np.ndarray) -> tuple[Array, tuple, None] | None:
+    def anneal(self, x: np.ndarray, key, annealing: dict) -> Annealed | None:
         prior, jitter = _prior_at(jnp.asarray(x), self.X, self.Z, self.template, self.kind)
         finite = all(bool(np.all(np.isfinite(np.asarray(a)))) for a in prior)
         if not (finite and float(jitter) <= MARGIN_RESOLUTION):
             return None
-        return prior.V, (prior.d, np.exp(x[0])), None
-
-    def log_integrand(self, x: Array, w: Array, aux) -> Array:
-        V, params = self.linear_form(x, aux)
-        return self.log_sum(w @ V.T, *params)
-
-    def anneal(self, x: np.ndarray, key, annealing: dict, *, first_round: bool = False) -> Annealed | None:
-        form = self.form_at(x)
-        if form is None:
-            return None
-        V, (d, _), _ = form
-        budget = {**annealing, "ladder": (1,)} if first_round else annealing
         result, reference = annealed_log_normalization_low_rank(
-            LowRankPrior(V, d), float(np.exp(x[0])), key=key, keep_particles=True, **budget
+            prior, float(np.exp(x[0])), key=key, keep_particles=True, **annealing
         )
-        z = jnp.reshape(result.particles, (-1, V.shape[1]))
+        z = jnp.reshape(result.particles, (-1, prior.V.shape[1]))
         return Annealed(result, reference.mean + z @ reference.scale.T, None)
 
 

@@ -48,7 +48,6 @@ point is reported as not resolved and the search treats it as infeasible.
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, NamedTuple, Protocol
@@ -61,11 +60,11 @@ from jax.scipy.special import logsumexp
 
 from .. import _linalg
 from .._precision import float64
-from .annealing import AnnealingResult, _as_key, product_route_log_likelihood
-from .bridge import annealed_bridge
+from .annealing import AnnealingResult
 from .ep_started import annealed_with_ep_fallback
 from ..hyperparameters import MARGIN_RESOLUTION, kernel_at, penalty_at
 from ..kernels import Kernel
+from ..model import log_nu
 
 Array = jax.Array
 
@@ -88,8 +87,6 @@ MIN_ESS_FRACTION = 0.25
 #: or when the point is further than this from every anchor (largest coordinate difference, in log units):
 #: importance weights can look healthy while missing mass the anchor's particles never reached
 _MAX_ANCHOR_DISTANCE = 1.0
-#: a new anchor is bridged from an anchor at most this far away (same distance), else annealed from the prior
-_MAX_BRIDGE_DISTANCE = 2.0
 
 
 class Annealed(NamedTuple):
@@ -109,28 +106,14 @@ class PathPrior(Protocol):
     """The prior-specific part of a ln N(D) path (a JAX pytree, so that it enters jit as an argument).
 
     N(D; x) = E_{z ~ N(0, I)}[f(z; x)] for some coordinates z whose prior is
-    free of x, with ln f(z; x) = log_sum(A z, *params) for a linear map A and
-    parameters (A, params) = linear_form(x, aux); the path needs ln f, a way
-    to anneal at an anchor, and the form at a new point for a bridge
-    (:mod:`bayesvm.normalization.bridge`).
+    free of x; the path only needs ln f and a way to anneal at an anchor.
     """
 
-    @staticmethod
-    def log_sum(u: Array, *params) -> Array:
-        """g(u; params): ln f as a sum over the last axis of u = A z."""
-
-    def linear_form(self, x: Array, aux: Any) -> tuple[Array, tuple]:
-        """(A, params) at x with what the prior fixed there (traceable and differentiable in x)."""
-
-    def form_at(self, x: np.ndarray) -> tuple[Array, tuple, Any] | None:
-        """(A, params, aux) at a new point x; None where the prior is not resolved at x."""
-
     def log_integrand(self, x: Array, z: Array, aux: Any) -> Array:
-        """ln f(z_s; x) = log_sum(z_s A^T, *params) for every row z_s of z (traceable and differentiable in x)."""
+        """ln f(z_s; x) for every row z_s of z (traceable and differentiable in x)."""
 
-    def anneal(self, x: np.ndarray, key, annealing: dict, *, first_round: bool = False) -> Annealed | None:
-        """Tempered SMC at x with ``keep_particles``; None where the prior is not resolved at x. With
-        ``first_round``: one round of the budget, neither grown nor started otherwise where its runs disagree."""
+    def anneal(self, x: np.ndarray, key, annealing: dict) -> Annealed | None:
+        """Tempered SMC at x with ``keep_particles``; None where the prior is not resolved at x."""
 
 
 @jax.jit
@@ -190,34 +173,18 @@ class FullPathPrior:
         size = _linalg.problem_size(n)
         return cls(_linalg.pad_rows(X, size), jnp.asarray(_linalg.padding_mask(n, size)), template)
 
-    #: sum_i ln nu(theta_i; C) over the data entries (0/1 ``mask``)
-    log_sum = staticmethod(product_route_log_likelihood)
-
-    def linear_form(self, x: Array, jitter: Array) -> tuple[Array, tuple]:
-        """L(x), the Cholesky factor of K(x) + jitter I, and (C(x), mask)."""
+    def log_integrand(self, x: Array, z: Array, jitter: Array) -> Array:
         K = _linalg.unit_padding(kernel_at(self.template, x)(self.X), self.mask)
         L = jnp.linalg.cholesky(K + jitter * jnp.eye(K.shape[0], dtype=K.dtype))
-        return L, (penalty_at(x), self.mask.astype(L.dtype))
+        return jnp.sum(jnp.where(self.mask, log_nu(z @ L.T, penalty_at(x)), 0.0), axis=1)
 
-    def form_at(self, x: np.ndarray) -> tuple[Array, tuple, Array] | None:
+    def anneal(self, x: np.ndarray, key, annealing: dict) -> Annealed | None:
         L, jitter = _prior_factor(jnp.asarray(x), self.X, self.mask, self.template)
         # the jitter is independent noise of this variance on every theta_i (theta^2 units)
         if not (bool(np.all(np.isfinite(np.asarray(L)))) and float(jitter) <= MARGIN_RESOLUTION):
             return None
-        return L, (np.exp(x[0]), self.mask.astype(L.dtype)), jitter
-
-    def log_integrand(self, x: Array, z: Array, jitter: Array) -> Array:
-        L, params = self.linear_form(x, jitter)
-        return self.log_sum(z @ L.T, *params)
-
-    def anneal(self, x: np.ndarray, key, annealing: dict, *, first_round: bool = False) -> Annealed | None:
-        form = self.form_at(x)
-        if form is None:
-            return None
-        L, _, jitter = form
-        budget = {**annealing, "ladder": (1,)} if first_round else annealing
         routed = annealed_with_ep_fallback(L, float(np.exp(x[0])), self.mask.astype(L.dtype), key=key,
-                                           fallback=not first_round, keep_particles=True, **budget)
+                                           keep_particles=True, **annealing)
         particles = routed.result.particles
         if routed.route == "ep":  # z from EP's Gaussian: the whitened latents are w = m + S z
             z = jnp.reshape(particles, (-1, L.shape[0]))
@@ -228,11 +195,6 @@ class FullPathPrior:
 @jax.jit
 def _log_f(prior: PathPrior, x: Array, z: Array, aux) -> Array:
     return prior.log_integrand(x, z, aux)
-
-
-@jax.jit
-def _linear_form(prior: PathPrior, x: Array, aux) -> tuple[Array, tuple]:
-    return prior.linear_form(x, aux)
 
 
 def _log_mean_ratio(x, prior, z, log_f_anchor, aux):
@@ -255,11 +217,9 @@ class _Anchor(NamedTuple):
     value: float
     se: float
     runs_agree: bool
-    log_z_runs: np.ndarray  # ln Z_r of each run; z holds the runs' particles run by run
     z: Array
     log_f: Array
     aux: Any
-    bridged: bool  # made by a bridge from another anchor, not from the prior
 
 
 class PathEstimate(NamedTuple):
@@ -297,60 +257,19 @@ class ReweightedPath:
         self.min_ess_fraction = min_ess_fraction
         self.anchors: list[_Anchor] = []
         self.n_evaluations = 0
-        self.n_bridges = 0  # bridges tried (those whose runs agreed are the anchors with ``bridged``)
 
     def _anchor_at(self, x: np.ndarray) -> _Anchor | None:
-        """A new anchor at x (None where the prior is not resolved there): tempered SMC from the prior, one round
-        of the budget; where its runs disagree, the bridge from the nearest anchor whose runs agree
-        (:meth:`_bridged`); where that fails too, the prior's whole route (its budget grows, then other starts:
-        :meth:`PathPrior.anneal`)."""
-        with warnings.catch_warnings():  # runs that disagree here are the reason to go on, not a result
-            warnings.simplefilter("ignore", RuntimeWarning)
-            first = self.prior.anneal(x, self.key, self.annealing, first_round=True)
-        if first is None:
+        annealed = self.prior.anneal(x, self.key, self.annealing)
+        if annealed is None:
             return None
-        if first.result.runs_agree:
-            anchor = self._anchor_of(x, first, bridged=False)
-        else:
-            anchor = self._bridged(x) or self._anchor_of(x, self.prior.anneal(x, self.key, self.annealing),
-                                                         bridged=False)
-        self.anchors.append(anchor)
-        return anchor
-
-    def _anchor_of(self, x: np.ndarray, annealed: Annealed, *, bridged: bool) -> _Anchor:
         result, z, aux = annealed
         # each run's particles carry its weight Z_r / mean Z (population annealing's weighted average; rows are
         # run by run): folded into ln f at the anchor, the reweighted mean at the anchor itself is exactly 1
         run_log_weight = np.repeat(result.log_z_runs - result.value, result.n_particles)
         log_f = _log_f(self.prior, jnp.asarray(x), z, aux) - run_log_weight
-        return _Anchor(np.array(x), result.value, result.se, result.runs_agree, np.asarray(result.log_z_runs), z,
-                       log_f, aux, bridged)
-
-    def _bridged(self, x: np.ndarray) -> _Anchor | None:
-        """An anchor at x by the bridge (:func:`bayesvm.normalization.bridge.annealed_bridge`) from the nearest
-        anchor whose runs agree, within ``_MAX_BRIDGE_DISTANCE``, continuing the first of its runs and particles
-        up to this path's budget; None where there is no such anchor, the prior is not resolved at x, or the
-        continued runs disagree."""
-        parents = [a for a in self.anchors if a.runs_agree and np.max(np.abs(a.x - x)) <= _MAX_BRIDGE_DISTANCE]
-        if not parents:
-            return None
-        form = self.prior.form_at(x)
-        if form is None:
-            return None
-        parent = min(parents, key=lambda a: float(np.sum((a.x - x) ** 2)))
-        n_runs = len(parent.log_z_runs)
-        runs = min(n_runs, self.annealing["n_runs"])
-        w = jnp.reshape(parent.z, (n_runs, -1, parent.z.shape[-1]))[:runs, :self.annealing["n_particles"]]
-        A, params, aux = form
-        self.n_bridges += 1
-        result = annealed_bridge(self.prior.log_sum, w, parent.log_z_runs[:runs],
-                                 _linear_form(self.prior, jnp.asarray(parent.x), parent.aux), (A, params),
-                                 key=jax.random.fold_in(_as_key(self.key), len(self.anchors)),
-                                 n_mcmc_steps=self.annealing["n_mcmc_steps"])
-        if not result.runs_agree:
-            return None
-        z = jnp.reshape(result.particles, (-1, w.shape[-1]))
-        return self._anchor_of(x, Annealed(result, z, aux), bridged=True)
+        anchor = _Anchor(np.array(x), result.value, result.se, result.runs_agree, z, log_f, aux)
+        self.anchors.append(anchor)
+        return anchor
 
     @float64
     def estimate(self, x) -> PathEstimate:
@@ -378,11 +297,6 @@ class ReweightedPath:
     @property
     def n_anchors(self) -> int:
         return len(self.anchors)
-
-    @property
-    def n_bridged(self) -> int:
-        """Anchors made by a bridge from another anchor."""
-        return sum(anchor.bridged for anchor in self.anchors)
 
 
 class NormalizationPath(ReweightedPath):

@@ -1,13 +1,7 @@
 """Adaptive tempered sequential Monte Carlo with elliptical slice moves: the sampler behind :mod:`bayesvm.normalization.annealing`.
 
 Pure JAX, jit-compiled, R independent runs of N particles batched on a
-leading axis. The target at temperature beta is
-
-    pi_beta(theta) ~ N(theta; 0, chol chol^T) exp(B(theta) + beta L(theta)),
-
-from beta = 0 (the prior, or given particles from pi_0 with a base
-log-likelihood B: a bridge between two targets) to beta = 1. Each step
-chooses the next temperature so that the incremental
+leading axis. Each step chooses the next temperature so that the incremental
 weights keep a target effective sample size (Jasra et al. 2011; the
 conditional rule of Zhou, Johansen & Aston 2016), adds the log mean weight
 to ln Z, resamples systematically (Kitagawa 1996) and moves every particle by
@@ -66,30 +60,23 @@ def _systematic_resample(key: Array, log_weights: Array) -> Array:
     return jnp.minimum(jax.vmap(jnp.searchsorted)(cdf, u), n - 1)
 
 
-def _tempered(ll: tuple[Array, Array], beta: Array) -> Array:
-    """B(theta) + beta L(theta) per particle, from ll = (B, L) (R, N) and beta (R,)."""
-    base, increment = ll
-    return base + beta[:, None] * increment
-
-
 def _elliptical_slice(key, theta, ll, beta, chol, loglik, max_shrinks: int):
     """One elliptical slice move (Murray, Adams & MacKay 2010) of every particle.
 
-    Target N(theta; 0, chol chol^T) exp(B(theta) + beta L(theta)); theta has shape (R, N, M),
-    ll = (B(theta), L(theta)) each (R, N), beta shape (R,); chol is (M, K), K <= M, so theta
-    may be a linear image of fewer latents. The ellipse
+    Target N(theta; 0, chol chol^T) exp(beta L(theta)); theta has shape (R, N, M),
+    ll = L(theta) shape (R, N), beta shape (R,). The ellipse
     theta cos(phi) + nu sin(phi), nu = chol w, keeps the prior invariant; the
-    bracket on phi shrinks towards 0 until B + beta L exceeds the slice level.
+    bracket on phi shrinks towards 0 until beta L exceeds the slice level.
     After ``max_shrinks`` shrinkages without acceptance the particle stays put:
     the shrinkage sequence from x to x' and back has the same length, so the
     truncated kernel is still reversible. Returns the new theta, ll and the
     number of likelihood evaluations per particle.
     """
     k_nu, k_u = jax.random.split(key)
-    nu = jax.random.normal(k_nu, (*theta.shape[:-1], chol.shape[1]), theta.dtype) @ chol.T
+    nu = jax.random.normal(k_nu, theta.shape, theta.dtype) @ chol.T
     # uniforms for the slice level, the first angle and every shrinkage, in one draw
-    u = jax.random.uniform(k_u, (max_shrinks + 2, *ll[1].shape), theta.dtype)
-    level = _tempered(ll, beta) + jnp.log(u[0])
+    u = jax.random.uniform(k_u, (max_shrinks + 2, *ll.shape), ll.dtype)
+    level = beta[:, None] * ll + jnp.log(u[0])
     phi = 2.0 * jnp.pi * u[1]
 
     def unfinished(c):
@@ -100,9 +87,9 @@ def _elliptical_slice(key, theta, ll, beta, chol, loglik, max_shrinks: int):
         i, new, new_ll, done, phi, lo, hi, evals = c
         cand = theta * jnp.cos(phi)[..., None] + nu * jnp.sin(phi)[..., None]
         cand_ll = loglik(cand)
-        accept = ~done & (_tempered(cand_ll, beta) > level)
+        accept = ~done & (beta[:, None] * cand_ll > level)
         new = jnp.where(accept[..., None], cand, new)
-        new_ll = tuple(jnp.where(accept, proposed, kept) for proposed, kept in zip(cand_ll, new_ll))
+        new_ll = jnp.where(accept, cand_ll, new_ll)
         evals = evals + ~done
         done = done | accept
         lo = jnp.where(phi < 0, phi, lo)
@@ -110,8 +97,8 @@ def _elliptical_slice(key, theta, ll, beta, chol, loglik, max_shrinks: int):
         phi = jnp.where(done, phi, lo + (hi - lo) * u[jnp.minimum(i + 2, max_shrinks + 1)])
         return i + 1, new, new_ll, done, phi, lo, hi, evals
 
-    not_yet = jnp.zeros(ll[1].shape, bool)
-    carry = (0, theta, ll, not_yet, phi, phi - 2.0 * jnp.pi, phi, jnp.zeros_like(ll[1]))
+    not_yet = jnp.zeros(ll.shape, bool)
+    carry = (0, theta, ll, not_yet, phi, phi - 2.0 * jnp.pi, phi, jnp.zeros_like(ll))
     _, new, new_ll, done, _, _, _, evals = jax.lax.while_loop(unfinished, propose, carry)
     return new, new_ll, evals, done
 
@@ -121,7 +108,7 @@ class _SMCState(NamedTuple):
 
     t: Array  # steps taken (scalar)
     theta: Array  # particles (R, N, M)
-    ll: tuple[Array, Array]  # their base and tempered log-likelihoods B(theta), L(theta), each (R, N)
+    ll: Array  # their log-likelihoods L(theta) (R, N)
     beta: Array  # current temperature (R,)
     log_z: Array  # ln Z accumulated so far (R,)
     schedule: Array  # temperatures reached, NaN-padded (R, max_temperatures + 1)
@@ -156,7 +143,6 @@ def _mutate(key, theta, ll, beta, chol, loglik, max_shrinks: int, n_steps: int):
         "max_temperatures",
         "max_shrinks",
         "move_last",
-        "base_log_likelihood",
     ),
 )
 def smc_runs(
@@ -166,7 +152,6 @@ def smc_runs(
     args: tuple,
     temperatures: Array,
     adaptive: Array,
-    initial: Array | None = None,
     *,
     n_particles: int,
     n_runs: int,
@@ -175,13 +160,10 @@ def smc_runs(
     max_temperatures: int,
     max_shrinks: int,
     move_last: bool = False,
-    base_log_likelihood: Callable | None = None,
 ):
     """R independent tempered SMC runs of N particles, batched on a leading axis.
 
-    The runs start from prior draws theta = chol z, or from ``initial`` (R, N, M) particles of pi_0 (equally
-    weighted within each run), with B = ``base_log_likelihood(theta, *args)`` (0 if None) and
-    L = ``log_likelihood(theta, *args)`` (module docstring). Each step: choose beta_{t+1} (adaptive, or from ``temperatures``, a
+    Each step: choose beta_{t+1} (adaptive, or from ``temperatures``, a
     schedule padded with ones to length max_temperatures + 1, so that both
     kinds of schedule share one compilation), add
     ln mean_i exp((beta_{t+1} - beta_t) L_i) to ln Z, resample systematically,
@@ -189,18 +171,10 @@ def smc_runs(
     reweighting only with ``move_last``, when the particles themselves are wanted).
     Returns ln Z per run, the diagnostics and the final particles (R, N, M).
     """
-    R, N = n_runs, n_particles
-
-    def one(theta):
-        base = 0.0 if base_log_likelihood is None else base_log_likelihood(theta, *args)
-        return jnp.broadcast_to(base, ()).astype(theta.dtype), log_likelihood(theta, *args)
-
-    loglik = jax.vmap(jax.vmap(one))
+    R, N, M = n_runs, n_particles, chol.shape[0]
+    loglik = jax.vmap(jax.vmap(lambda theta: log_likelihood(theta, *args)))
     init_key, loop_key = jax.random.split(key)
-    if initial is None:
-        theta = jax.random.normal(init_key, (R, N, chol.shape[1]), chol.dtype) @ chol.T
-    else:
-        theta = jnp.reshape(initial, (R, N, chol.shape[0]))
+    theta = jax.random.normal(init_key, (R, N, M), chol.dtype) @ chol.T
     schedule = jnp.full((R, max_temperatures + 1), jnp.nan, chol.dtype).at[:, 0].set(0.0)
     zeros = jnp.zeros(R, chol.dtype)
     state = _SMCState(0, theta, loglik(theta), zeros, zeros, schedule, jnp.ones(R), zeros, zeros, zeros)
@@ -213,11 +187,11 @@ def smc_runs(
         active = beta < 1.0
         delta = jax.lax.cond(
             adaptive,
-            lambda: _next_increment(c.ll[1], beta, target_ess),
+            lambda: _next_increment(c.ll, beta, target_ess),
             lambda: jnp.full(R, temperatures[t + 1] - temperatures[t]),
         )
         delta = jnp.where(active, delta, 0.0)
-        log_w = delta[:, None] * c.ll[1]
+        log_w = delta[:, None] * c.ll
         log_z = c.log_z + logsumexp(log_w, -1) - jnp.log(N)
         min_ess = jnp.where(active, jnp.minimum(c.min_ess, _ess_fraction(log_w)), c.min_ess)
         beta = jnp.where(active & (delta >= 1.0 - beta), 1.0, beta + delta)
@@ -225,7 +199,7 @@ def smc_runs(
         resample_key, move_key = jax.random.split(jax.random.fold_in(loop_key, t))
         idx = _systematic_resample(resample_key, log_w)
         theta = jnp.take_along_axis(c.theta, idx[..., None], 1)
-        ll = tuple(jnp.take_along_axis(part, idx, 1) for part in c.ll)
+        ll = jnp.take_along_axis(c.ll, idx, 1)
 
         def moves(theta, ll):
             return _mutate(move_key, theta, ll, beta, chol, loglik, max_shrinks, n_mcmc_steps)

@@ -120,8 +120,7 @@ class SearchResult:
     """The record of a search.
 
     ends: each start's best evaluation; messages: L-BFGS-B's reason for stopping, per start;
-    steps: every evaluation in order; n_anchors: tempered-SMC runs of the ln N(D) path, n_bridged of them
-    bridged from another anchor (:mod:`bayesvm.normalization.bridge`); seconds: wall time.
+    steps: every evaluation in order; n_anchors: tempered-SMC runs of the ln N(D) path; seconds: wall time.
     """
 
     ends: tuple[SearchStep, ...]
@@ -130,7 +129,6 @@ class SearchResult:
     n_anchors: int
     seconds: float
     template: Kernel
-    n_bridged: int = 0
 
     def ranked(self) -> list[SearchStep]:
         """The starts' end points, best first."""
@@ -335,8 +333,7 @@ def maximize_evidence(
     ends = [max((s for s in objective.steps if s.start == i), key=lambda s: s.log_evidence)
             for i in range(len(starts))]
     return SearchResult(ends=tuple(ends), messages=tuple(messages), steps=tuple(objective.steps),
-                        n_anchors=path.n_anchors, seconds=time.perf_counter() - started, template=template,
-                        n_bridged=path.n_bridged)
+                        n_anchors=path.n_anchors, seconds=time.perf_counter() - started, template=template)
 
 
 #: the screen's moves away from an infeasible start, in order, in (ln C, ln k0, ln k_b/k0, ln shape): a smaller
@@ -430,11 +427,9 @@ class SearchSelection:
     method: str = "search"
 
     def summary_counts(self) -> dict:
-        """The work done: evaluations, EP sweeps, factorisations, SMC anchors (and how many were bridged), starts,
-        per-phase seconds."""
+        """The work done: evaluations, EP sweeps, factorisations, SMC anchors, per-phase seconds."""
         return {"evaluations": self.search.n_evaluations, "ep_sweeps": self.search.ep_sweeps,
                 "factorizations": self.search.factorizations, "anchors": self.search.n_anchors,
-                "bridged_anchors": self.search.n_bridged,
                 "starts": len(self.search.ends), **{f"seconds_{k}": v for k, v in self.seconds.items()}}
 
     def to_dict(self) -> dict:
