@@ -238,14 +238,14 @@ def _as_key(key) -> Array:
     raise ValueError(f"key must be an int seed or a jax.random PRNG key; got {key!r}")
 
 
-def _check_schedule(temperatures) -> Array:
+def _check_schedule(temperatures) -> np.ndarray:
     beta = np.asarray(temperatures, dtype=np.float64)
     if beta.ndim != 1 or beta.size < 2 or beta[0] != 0.0 or beta[-1] != 1.0 or np.any(np.diff(beta) <= 0):
         raise ValueError(
             "temperatures must be a strictly increasing 1-D sequence from 0.0 to 1.0 "
             f"(at least two values); got {temperatures!r}"
         )
-    return jnp.asarray(beta)
+    return beta
 
 
 @float64
@@ -362,7 +362,7 @@ def _padded_schedule(temperatures, max_temperatures: int) -> Array:
     """
     schedule = np.ones(max_temperatures + 1)
     if temperatures is not None:
-        temperatures = np.asarray(_check_schedule(temperatures))
+        temperatures = _check_schedule(temperatures)
         if temperatures.shape[0] > max_temperatures + 1:
             raise ValueError(
                 f"temperatures has {temperatures.shape[0] - 1} steps, more than max_temperatures = {max_temperatures}"
