@@ -7,7 +7,7 @@ scale; :meth:`bayesvm.hyperparameters.SearchSpace.default`). At each point:
 * default: :func:`bayesvm.log_normalization` as :func:`bayesvm.log_evidence`
   computes it (tempered SMC whose budget grows until its runs agree, up to
   its cap): value, whether it is trusted, the budget it took
-  (particle-runs) and seconds;
+  (runs x particles x moves per temperature) and seconds;
 * reference: two independent long tempered-SMC runs (``--reference-particles``
   x ``--reference-runs`` each, other seeds, no ladder) by two routes, one from
   the prior and one from EP's Gaussian; their mean where each one's runs agree
@@ -122,7 +122,8 @@ def study(name: str, n: int, args, earlier: list[dict] | None = None) -> list[di
             "offset": float(kernel.offset), "length_scale": float(kernel.length_scale),
             "default": float(default.value), "default_se": float(default.se), "trusted": bool(default.trusted),
             "effective_runs": float(default.diagnostics["ess"]), "runs": int(default.diagnostics["n_runs"]),
-            "particles": int(default.diagnostics["n_particles"]), "seconds": seconds,
+            "particles": int(default.diagnostics["n_particles"]), "moves": int(default.diagnostics["n_mcmc_steps"]),
+            "seconds": seconds,
             "reference": ref, "reference_runs": ref_values, "reference_runs_agree": ref_agree,
             "reference_seconds": time.perf_counter() - started,
             "error": None if ref is None else abs(float(default.value) - ref),
@@ -130,7 +131,7 @@ def study(name: str, n: int, args, earlier: list[dict] | None = None) -> list[di
         rows.append(row)
         print(f"{name:>14} n={row['n']:5d} C={C:8.3g} k0={row['amplitude']:9.3g} kb={row['offset']:9.3g} "
               f"l={row['length_scale']:7.3g}  default {row['default']:9.2f} +- {row['default_se']:.2f} "
-              f"{'trusted' if row['trusted'] else 'UNTRUSTED':9} ({row['runs']}x{row['particles']}, "
+              f"{'trusted' if row['trusted'] else 'UNTRUSTED':9} ({row['runs']}x{row['particles']}x{row['moves']}, "
               f"{seconds:5.1f} s)  reference {('%9.2f' % ref) if ref is not None else '     none'} "
               f"({row['reference_seconds']:5.0f} s)", flush=True)
     return rows
@@ -149,7 +150,8 @@ def summarise(rows: list[dict]) -> list[dict]:
             "worst_error": float(np.max(errors)) if errors else None,
             "target_worst": key[1] / 1000.0,
             "median_seconds": float(np.median([r["seconds"] for r in group])),
-            "escalated": float(np.mean([r["runs"] * r["particles"] > 16 * 128 for r in group])),
+            "escalated": float(np.mean([r["runs"] * r["particles"] * r["moves"] > 16 * 128 * 5
+                                        for r in group])),
         })
     return table
 

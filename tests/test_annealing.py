@@ -18,10 +18,12 @@ from scipy.special import logsumexp, roots_legendre
 from scipy.stats import multivariate_normal, norm
 
 from bayesvm.normalization.annealing import (
+    Budget,
     annealed_log_expectation,
     annealed_log_naive_evidence,
     annealed_log_normalization,
     annealed_until_runs_agree,
+    pooled,
     prior_factor,
     product_route_log_likelihood,
 )
@@ -254,6 +256,30 @@ def test_the_budget_grows_until_the_runs_agree_and_warns_past_its_cap():
     assert grown.runs_agree and grown.n_particles == 128
     reference = annealed_log_expectation(chol, product_route_log_likelihood, args=(c,), key=3, n_particles=256)
     assert abs(grown.value - reference.value) < N_SE * np.hypot(grown.se, reference.se) + FLOOR
+
+
+def test_a_ladder_that_grows_the_moves_starts_a_new_pool_and_brings_the_runs_together():
+    chol, c = _hard_product_route()
+    kwargs = dict(args=(c,), key=0, n_particles=8, n_runs=16, n_mcmc_steps=1)
+    with pytest.warns(RuntimeWarning, match="disagree"):  # 8 particles moved once per temperature: spread 1.7 nats
+        first = annealed_log_expectation(chol, product_route_log_likelihood, **kwargs)
+    assert not first.runs_agree
+    grown = annealed_until_runs_agree(chol, product_route_log_likelihood, ladder=(Budget(1, 1), Budget(1, 8)),
+                                      **kwargs)
+    assert grown.runs_agree and (grown.n_particles, grown.n_mcmc_steps, grown.n_runs) == (8, 8, 16)
+    reference = annealed_log_expectation(chol, product_route_log_likelihood, args=(c,), key=3, n_particles=256)
+    assert abs(grown.value - reference.value) < N_SE * np.hypot(grown.se, reference.se) + FLOOR
+
+
+def test_rounds_of_different_moves_are_not_pooled_and_a_ladder_must_be_positive_integers():
+    chol, c = _hard_product_route(n=10)
+    rounds = [annealed_log_expectation(chol, product_route_log_likelihood, args=(c,), key=k, n_particles=8,
+                                       n_runs=2, n_mcmc_steps=m) for k, m in ((0, 1), (1, 2))]
+    with pytest.raises(ValueError, match="same number of particles and moves"):
+        pooled(rounds)
+    for ladder in ((), (Budget(1, 0),), (0.5,)):
+        with pytest.raises(ValueError, match="ladder"):
+            annealed_until_runs_agree(chol, product_route_log_likelihood, args=(c,), ladder=ladder)
 
 
 def _brute_force_log_normalization(K: np.ndarray, c: float) -> tuple[float, float]:
