@@ -300,11 +300,19 @@ class AnnealedNormalization:
 
     def along_path(self, X, template: Kernel, inducing=None) -> ReweightedPath:
         """ln N(D) over the inputs X (n, d) with its gradient along a search path: tempered SMC at anchors
-        (``options``: its budget there, by default ``ANCHOR_ANNEALING``) and their particles reweighted in between,
-        on the full prior (:class:`bayesvm.normalization.path.NormalizationPath`) or, given ``inducing`` inputs,
-        the low-rank one (:class:`bayesvm.normalization.low_rank.LowRankNormalizationPath`)."""
+        (``options``: its budget there, by default ``ANCHOR_ANNEALING``, grown until the runs agree and the
+        standard error is at most twice :func:`bayesvm.normalization.annealing.target_standard_error` (n)) and
+        their particles reweighted in between, on the full prior
+        (:class:`bayesvm.normalization.path.NormalizationPath`) or, given ``inducing`` inputs, the low-rank one
+        (:class:`bayesvm.normalization.low_rank.LowRankNormalizationPath`).
+
+        The precision target matters where a first round of few runs agrees: at hard pima points (400 rows) 8 runs
+        of 64 particles agreed 1.8-3.6 nats low with a standard error of 0.28-0.36 (the runs that agree are those
+        that all missed the same mass), and the search moved to where ln N(D) looked low; with the target, the
+        checks at pima's answers passed on 5 of 5 splits in two runs, against 3 of 5 without
+        (documentation: normalisation, "The search's anchors")."""
         X = jnp.asarray(X, dtype=jnp.float64)
-        annealing = dict(self.options or ANCHOR_ANNEALING)
+        annealing = {"max_se": 2.0 * target_standard_error(X.shape[0]), **(self.options or ANCHOR_ANNEALING)}
         if inducing is None:
             return NormalizationPath(X, template, key=self.key, annealing=annealing)
         return LowRankNormalizationPath(X, jnp.asarray(inducing), template, key=self.key, annealing=annealing)
