@@ -65,7 +65,8 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     splits = []
     for seed in args.seeds:
-        full = in_fresh_process(_run_bayesvm, args.n, seed, None, timeout=args.timeout)
+        full = in_fresh_process(_run_bayesvm, args.n, seed, {"n_inducing": None, "selection_size": None},
+                                timeout=args.timeout)
         svc = in_fresh_process(_run_svc, args.n, seed, args.n, 0, timeout=args.timeout)
         points = []
         if "C" in full:

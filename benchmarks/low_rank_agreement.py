@@ -69,7 +69,8 @@ def main(argv=None) -> int:
         for m in [None, *args.inducing]:
             if any(r["seed"] == seed and r["m"] == m and r["n"] == args.n for r in rows):
                 continue  # already measured (the file is a cache: delete it to measure again)
-            row = {"n": args.n, "seed": seed, "m": m, **in_fresh_process(_run_bayesvm, args.n, seed, m,
+            row = {"n": args.n, "seed": seed, "m": m, **in_fresh_process(_run_bayesvm, args.n, seed,
+                                                                         {"n_inducing": m, "selection_size": None},
                                                                          timeout=args.timeout)}
             rows.append(row)
             output.parent.mkdir(parents=True, exist_ok=True)
