@@ -272,6 +272,19 @@ def test_a_search_whose_loose_ep_fails_at_both_starts_recovers_through_the_fallb
     assert recovered.best_value == pytest.approx(reference.best_value, abs=max(0.5, 3 * reference.best_se))
 
 
+def test_the_search_stops_once_its_steps_are_below_what_the_evidence_resolves():
+    """By default L-BFGS-B stops when an iteration gains less than the target standard error of ln N(D): it
+    ends sooner than a search that resolves a hundredth of a nat, at an evidence as high within that error.
+    The evaluations are deterministic, so the first start's are a prefix of the tighter search's."""
+    X, y = _subsample("pima", 100)
+    default = _search(X, y, SearchOptions())
+    tight = _search(X, y, SearchOptions(ftol=1e-5))
+    first = [sum(s.start == 0 for s in selection.search.steps) for selection in (default, tight)]
+    assert first[0] < first[1]
+    target = target_standard_error(100)
+    assert default.report.trusted and default.best_value >= tight.best_value - max(3 * target, 3 * tight.best_se)
+
+
 def test_the_screen_moves_a_start_that_cannot_be_evaluated_and_says_so():
     """An infeasible start is moved, not fatal: with repeated inputs the prior is singular, its factor needs a
     jitter, and at amplitude 1e12 that jitter's noise swamps the margin (the path reports the point unresolved)."""

@@ -51,6 +51,7 @@ from ..evidence.log_evidence import Evidence, OneVsRestEvidence
 from ..hyperparameters import SearchSpace, kernel_hyperparameters_at, pairwise_distances
 from ..hyperparameters import feature_pairwise_distances
 from ..kernels import Kernel, is_ard
+from ..normalization.annealing import target_standard_error
 from ..normalization.path import ReweightedPath
 from .search_priors import FullPrior, InducingPrior
 from .trust import TrustReport, check_point, warn_untrusted
@@ -75,8 +76,11 @@ class SearchOptions:
 
     max_iter: L-BFGS-B iterations per start; gtol: stop when every free
     coordinate's gradient is below this (nats per training point per unit
-    log); ftol: stop when a step improves ln P(D) by less than this relative
-    amount (the ln N(D) path's own noise is about 1e-2 nats); ep_damping,
+    log); ftol: stop when an iteration improves ln P(D) by less than ftol
+    nats per training point (L-BFGS-B's relative test on ln P(D) / n, whose
+    size is below 1 on ordinary data); by default (None) the standard error
+    ln N(D) is estimated to, :func:`~bayesvm.normalization.annealing.target_standard_error` (n) / n
+    per problem: smaller steps are below what the evidence resolves; ep_damping,
     ep_tol, ep_log_z_tol, ep_max_iter: EP's loop while searching (loose: the
     gradient is exact at the fixed point, and a warm start is close to it);
     ep_fallbacks: (damping, max_iter) pairs tried in turn, from cold sites, where
@@ -88,7 +92,7 @@ class SearchOptions:
 
     max_iter: int = 40
     gtol: float = 1e-4
-    ftol: float = 1e-5
+    ftol: float | None = None
     ep_damping: float = 0.2
     ep_tol: float = 1e-3
     ep_log_z_tol: float = 1e-4
@@ -309,6 +313,8 @@ def maximize_evidence(
     objective = _Objective(X, Y, space, options, naive.along_path(X, template, prior.inducing), path, progress,
                            len(starts))
     free = space.free
+    # k problems sum k evidences, each resolved to about the target standard error
+    ftol = options.ftol if options.ftol is not None else Y.shape[0] * target_standard_error(X.shape[0]) / X.shape[0]
     messages = []
     for i, start in enumerate(starts):
         objective.start = i
@@ -325,7 +331,7 @@ def maximize_evidence(
                 result = minimize(
                     objective, x0[free], jac=True, method="L-BFGS-B",
                     bounds=list(zip(space.lower[free], space.upper[free])),
-                    options={"maxiter": options.max_iter, "gtol": options.gtol, "ftol": options.ftol},
+                    options={"maxiter": options.max_iter, "gtol": options.gtol, "ftol": ftol},
                 )
                 note = f"start moved to {_describe(x0)} (infeasible at {_describe(space.clip(start))}); " if moved else ""
                 messages.append(note + str(result.message))
