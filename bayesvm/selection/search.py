@@ -76,11 +76,12 @@ class SearchOptions:
 
     max_iter: L-BFGS-B iterations per start; gtol: stop when every free
     coordinate's gradient is below this (nats per training point per unit
-    log); ftol: stop when an iteration improves ln P(D) by less than ftol
-    nats per training point (L-BFGS-B's relative test on ln P(D) / n, whose
-    size is below 1 on ordinary data); by default (None) the standard error
-    ln N(D) is estimated to, :func:`~bayesvm.normalization.annealing.target_standard_error` (n) / n
-    per problem: smaller steps are below what the evidence resolves; ep_damping,
+    log); ftol: stop when an iteration improves ln P(D) by less than this relative
+    amount (the ln N(D) path's own noise is about 1e-2 nats); stall: stop when
+    the last ``stall`` iterations together raised ln P(D) by less than the
+    standard error ln N(D) is estimated to
+    (:func:`~bayesvm.normalization.annealing.target_standard_error`, per
+    problem), gains below what the evidence resolves (0: never); ep_damping,
     ep_tol, ep_log_z_tol, ep_max_iter: EP's loop while searching (loose: the
     gradient is exact at the fixed point, and a warm start is close to it);
     ep_fallbacks: (damping, max_iter) pairs tried in turn, from cold sites, where
@@ -92,7 +93,8 @@ class SearchOptions:
 
     max_iter: int = 40
     gtol: float = 1e-4
-    ftol: float | None = None
+    ftol: float = 1e-5
+    stall: int = 3
     ep_damping: float = 0.2
     ep_tol: float = 1e-3
     ep_log_z_tol: float = 1e-4
@@ -314,7 +316,7 @@ def maximize_evidence(
                            len(starts))
     free = space.free
     # k problems sum k evidences, each resolved to about the target standard error
-    ftol = options.ftol if options.ftol is not None else Y.shape[0] * target_standard_error(X.shape[0]) / X.shape[0]
+    resolution = Y.shape[0] * target_standard_error(X.shape[0])
     messages = []
     for i, start in enumerate(starts):
         objective.start = i
@@ -328,18 +330,42 @@ def maximize_evidence(
             elif not np.any(free):
                 messages.append("all coordinates fixed")
             else:
+                stall = _Stall(X.shape[0], resolution, options.stall)
                 result = minimize(
-                    objective, x0[free], jac=True, method="L-BFGS-B",
+                    objective, x0[free], jac=True, method="L-BFGS-B", callback=stall,
                     bounds=list(zip(space.lower[free], space.upper[free])),
-                    options={"maxiter": options.max_iter, "gtol": options.gtol, "ftol": ftol},
+                    options={"maxiter": options.max_iter, "gtol": options.gtol, "ftol": options.ftol},
                 )
                 note = f"start moved to {_describe(x0)} (infeasible at {_describe(space.clip(start))}); " if moved else ""
-                messages.append(note + str(result.message))
+                messages.append(note + (stall.message if stall.stopped else str(result.message)))
         objective.report_progress(finished=True)
     ends = [max((s for s in objective.steps if s.start == i), key=lambda s: s.log_evidence)
             for i in range(len(starts))]
     return SearchResult(ends=tuple(ends), messages=tuple(messages), steps=tuple(objective.steps),
                         n_anchors=path.n_anchors, seconds=time.perf_counter() - started, template=template)
+
+
+class _Stall:
+    """L-BFGS-B's callback: stops a start once its last ``iterations`` iterations together raised ln P(D) by less
+    than ``resolution`` nats (the objective is -ln P(D) / n). One iteration's gain (L-BFGS-B's ftol) cannot tell a
+    search creeping along a flat ridge from one climbing a long, gentle slope; a few iterations' can."""
+
+    def __init__(self, n: int, resolution: float, iterations: int):
+        self.n, self.resolution, self.iterations = n, resolution, iterations
+        self.values: list[float] = []
+        self.stopped = False
+
+    def __call__(self, intermediate_result) -> None:
+        self.values.append(float(intermediate_result.fun))
+        m = self.iterations
+        if m and len(self.values) > m and (self.values[-m - 1] - self.values[-1]) * self.n < self.resolution:
+            self.stopped = True
+            raise StopIteration
+
+    @property
+    def message(self) -> str:
+        return (f"STALLED: the last {self.iterations} iterations raised ln P(D) by less than "
+                f"{self.resolution:.2g} nats, what ln N(D) resolves")
 
 
 #: the screen's moves away from an infeasible start, in order, in (ln C, ln k0, ln k_b/k0, ln shape): a smaller
