@@ -344,3 +344,58 @@ def test_a_higher_point_that_fails_its_checks_is_reported_not_dropped_silently(m
         selection = select_by_search(training_data(X, y), template, space=space, starts=default_starts(space, X, template),
                                      options=SearchOptions(max_iter=3))
     assert len(calls) == 2 and selection.report.trusted and selection.best["C"] == pytest.approx(calls[1])
+
+
+def test_refining_the_path_drops_the_anchor_a_fresh_estimate_contradicts_and_keeps_the_others():
+    """An anchor whose runs agreed while all missing the same mass (here: shifted 5 nats low) misleads the path
+    around it; a refinement at a point it serves replaces it, and the path then matches an independent tempered-SMC
+    estimate there. An anchor the refinement agrees with stays."""
+    X, _ = _subsample("breast_cancer", 60)
+    x0, x1 = np.log([1.0, 10.0, 1.0, 5.0]), np.log([1.1, 11.0, 1.0, 5.2])
+    target = target_standard_error(60)
+    with float64_scope(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        path = NormalizationPath(jnp.asarray(X), RBF(), key=0)
+        assert path.estimate(x0).anchored
+        honest = path.estimate(x1).value
+        path.anchors[0] = path.anchors[0]._replace(value=path.anchors[0].value - 5.0)
+        assert path.estimate(x1).value == pytest.approx(honest - 5.0)
+        refined = path.refine(x1, {"max_se": target}, tolerance=1.0)
+        assert refined.anchored and refined.runs_agree and len(path.anchors) == 1 and path.n_anchors == 2
+        again = path.refine(x1, {"max_se": target}, tolerance=1.0)  # agrees with the first refinement: both kept
+        assert len(path.anchors) == 2 and path.n_refinements == 2
+        C, kernel = float(np.exp(x1[0])), RBF().replace(**kernel_hyperparameters_at(RBF(), x1))
+        reference = annealed_log_normalization(kernel, C, 60, X, route="product", key=11, n_particles=512)
+    assert reference.runs_agree
+    for estimate in (refined, again, path.estimate(x1)):
+        assert abs(estimate.value - reference.value) <= max(1.0, 3 * np.hypot(estimate.se, reference.se))
+
+
+def test_a_search_misled_by_anchors_that_lie_low_is_refined_until_its_checks_pass(monkeypatch):
+    """Anchors of the search's budget that agree while lying low (simulated: 3 nats low wherever the budget's
+    precision target is looser than the check's) make the check at the answer fail (the search's ln N(D) and a
+    fresh one disagree). With refinements the path is re-anchored at that point with the check's budget, the
+    search climbs again, and the answer passes its checks with the evidence of a search that was never misled."""
+    from bayesvm.normalization.annealing import shift
+    from bayesvm.normalization.path import Annealed, FullPathPrior
+
+    X, y = _subsample("breast_cancer", 60, seed=2)
+    honest = _search(X, y, SearchOptions(max_iter=5))
+    real = FullPathPrior.anneal
+    target = target_standard_error(60)
+
+    def lying_low(self, x, key, annealing):
+        annealed = real(self, x, key, annealing)
+        if annealed is None or annealing.get("max_se", np.inf) <= target:
+            return annealed
+        return Annealed(shift(annealed.result, -3.0), annealed.z, annealed.aux)
+
+    monkeypatch.setattr(FullPathPrior, "anneal", lying_low)
+    misled = _search(X, y, SearchOptions(max_iter=5, refinements=0))
+    refined = _search(X, y, SearchOptions(max_iter=5))
+    assert honest.report.trusted
+    assert misled.report.runs_agree and not misled.report.normalization_agrees
+    assert refined.report.trusted and any(m.startswith("refined at") for m in refined.search.messages)
+    assert len(refined.search.ends) > len(misled.search.ends)
+    assert refined.best_value == pytest.approx(honest.best_value, abs=max(1.0, 3 * np.hypot(refined.best_se,
+                                                                                            honest.best_se)))

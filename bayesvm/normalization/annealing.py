@@ -74,6 +74,7 @@ __all__ = [
     "Budget",
     "annealed_log_expectation",
     "annealed_until_runs_agree",
+    "as_key",
     "target_standard_error",
     "annealed_log_naive_evidence",
     "annealed_log_normalization",
@@ -245,7 +246,8 @@ def prior_factor(K) -> Array:
         raise ValueError(f"K is not a valid covariance matrix: {err}") from None
 
 
-def _as_key(key) -> Array:
+def as_key(key) -> Array:
+    """A jax PRNG key from an int seed or a key (``ValueError`` for anything else)."""
     if isinstance(key, numbers.Integral) and not isinstance(key, bool):
         return jax.random.PRNGKey(int(key))
     try:
@@ -325,7 +327,7 @@ def annealed_log_expectation(
     schedule = _padded_schedule(temperatures, settings["max_temperatures"])
     args = tuple(jnp.asarray(a, dtype=jnp.float64) for a in args)
     log_z, steps, schedule, min_ess, evals, stuck, n_moves, final_beta, particles = smc_runs(
-        log_likelihood, chol, _as_key(key), args, schedule, jnp.asarray(temperatures is None),
+        log_likelihood, chol, as_key(key), args, schedule, jnp.asarray(temperatures is None),
         move_last=keep_particles, **settings,
     )
     log_z = _checked_runs(log_z, final_beta, settings["max_temperatures"])
@@ -454,7 +456,7 @@ def annealed_until_runs_agree(chol, log_likelihood: Callable, *, key=0, n_partic
     disagree after the last round are returned with a ``RuntimeWarning``. ``options`` go to every round
     (``keep_particles`` returns the pooled particles).
     """
-    base = _as_key(key)
+    base = as_key(key)
     same_size: list[AnnealingResult] = []
     for index, budget in enumerate(_budgets(ladder)):
         size = (budget.particles * n_particles, budget.moves * n_mcmc_steps)

@@ -60,7 +60,7 @@ from jax.scipy.special import logsumexp
 
 from .. import _linalg
 from .._precision import float64
-from .annealing import AnnealingResult
+from .annealing import AnnealingResult, as_key
 from .ep_started import annealed_with_ep_fallback
 from ..hyperparameters import MARGIN_RESOLUTION, kernel_at, penalty_at
 from ..kernels import Kernel
@@ -257,9 +257,13 @@ class ReweightedPath:
         self.min_ess_fraction = min_ess_fraction
         self.anchors: list[_Anchor] = []
         self.n_evaluations = 0
+        self.n_anchors = 0  # tempered-SMC runs made (anchors dropped by :meth:`refine` included)
+        self.n_refinements = 0
 
-    def _anchor_at(self, x: np.ndarray) -> _Anchor | None:
-        annealed = self.prior.anneal(x, self.key, self.annealing)
+    def _annealed_anchor(self, x: np.ndarray, key, annealing: dict) -> _Anchor | None:
+        """Tempered SMC at x with ``annealing`` as an anchor (not yet one of the path's); None where not resolved."""
+        annealed = self.prior.anneal(x, key, annealing)
+        self.n_anchors += 1
         if annealed is None:
             return None
         result, z, aux = annealed
@@ -267,9 +271,18 @@ class ReweightedPath:
         # run by run): folded into ln f at the anchor, the reweighted mean at the anchor itself is exactly 1
         run_log_weight = np.repeat(result.log_z_runs - result.value, result.n_particles)
         log_f = _log_f(self.prior, jnp.asarray(x), z, aux) - run_log_weight
-        anchor = _Anchor(np.array(x), result.value, result.se, result.runs_agree, z, log_f, aux)
-        self.anchors.append(anchor)
-        return anchor
+        return _Anchor(np.array(x), result.value, result.se, result.runs_agree, z, log_f, aux)
+
+    def _served(self, anchor: _Anchor, x: np.ndarray):
+        """The anchor's reweighting at x (:func:`_reweighted`) if its particles serve x: x within
+        ``_MAX_ANCHOR_DISTANCE`` and an effective sample size of at least ``min_ess_fraction`` of them; else None."""
+        if np.max(np.abs(anchor.x - x)) > _MAX_ANCHOR_DISTANCE:
+            return None
+        reweighted = _reweighted(self.prior, jnp.asarray(x), anchor.z, anchor.log_f, anchor.aux)
+        value, _, ess, _ = reweighted
+        if float(ess) >= self.min_ess_fraction * anchor.z.shape[0] and np.isfinite(float(value)):
+            return reweighted
+        return None
 
     @float64
     def estimate(self, x) -> PathEstimate:
@@ -284,19 +297,43 @@ class ReweightedPath:
         self.n_evaluations += 1
         near = [a for a in self.anchors if np.max(np.abs(a.x - x)) <= _MAX_ANCHOR_DISTANCE]
         for anchor in sorted(near, key=lambda a: float(np.sum((a.x - x) ** 2)))[:3]:
-            reweighted = _reweighted(self.prior, jnp.asarray(x), anchor.z, anchor.log_f, anchor.aux)
-            value, _, ess, _ = reweighted
-            if float(ess) >= self.min_ess_fraction * anchor.z.shape[0] and np.isfinite(float(value)):
+            reweighted = self._served(anchor, x)
+            if reweighted is not None:
                 return _path_estimate(anchor, reweighted, anchored=False)
-        anchor = self._anchor_at(x)
+        anchor = self._annealed_anchor(x, self.key, self.annealing)
         if anchor is None:
             return PathEstimate(-np.inf, np.zeros_like(x), np.inf, 0.0, False, False, False)
+        self.anchors.append(anchor)
         reweighted = _reweighted(self.prior, jnp.asarray(x), anchor.z, anchor.log_f, anchor.aux)
         return _path_estimate(anchor, reweighted, anchored=True)
 
-    @property
-    def n_anchors(self) -> int:
-        return len(self.anchors)
+    @float64
+    def refine(self, x, annealing: dict, tolerance: float) -> PathEstimate:
+        """Anchor again at x with ``annealing`` (a larger budget than the path's) and random numbers of its own (the
+        path's key folded with the number of refinements), and drop every anchor whose estimate at x this one
+        contradicts.
+
+        For where a fresh estimate at x has shown the path's value there to be off: agreeing runs of a small
+        budget can all miss the same mass and lie low, and a search then climbs towards where they do. An anchor
+        contradicts the new one when its particles serve x (:meth:`estimate`'s rules) and its estimate there
+        differs from the new value by more than ``tolerance`` nats and three combined standard errors; anchors
+        that do not serve x are kept. Returns the estimate at x from the new anchor (not resolved: nothing changes).
+        """
+        x = np.asarray(x, dtype=np.float64)
+        self.n_refinements += 1
+        new = self._annealed_anchor(x, jax.random.fold_in(as_key(self.key), self.n_refinements), annealing)
+        if new is None:
+            return PathEstimate(-np.inf, np.zeros_like(x), np.inf, 0.0, False, False, False)
+        kept = []
+        for anchor in self.anchors:
+            reweighted = self._served(anchor, x)
+            if reweighted is not None:
+                old = _path_estimate(anchor, reweighted, anchored=False)
+                if abs(old.value - new.value) > max(tolerance, 3.0 * float(np.hypot(old.se, new.se))):
+                    continue
+            kept.append(anchor)
+        self.anchors = [*kept, new]
+        return _path_estimate(new, _reweighted(self.prior, jnp.asarray(x), new.z, new.log_f, new.aux), anchored=True)
 
 
 class NormalizationPath(ReweightedPath):

@@ -27,8 +27,9 @@ start is moved by a small screen (:func:`screen_candidates`) and the move
 is reported in :attr:`SearchResult.messages`. :func:`select_by_search` then re-evaluates
 the starts' end points, best first, with :func:`bayesvm.log_evidence`'s
 defaults (EP at full tolerance, a fresh tempered-SMC ln N(D) with the full
-budget) and returns the first that passes the tests of :mod:`bayesvm.selection.trust`
-(theory: "Hyperparameter selection").
+budget) and returns the first that passes the tests of :mod:`bayesvm.selection.trust`;
+where a trusted fresh ln N(D) contradicts the path's, it re-anchors the path
+there with the check's budget and climbs again (theory: "Hyperparameter selection").
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ from ..kernels import Kernel, is_ard
 from ..normalization.annealing import target_standard_error
 from ..normalization.path import ReweightedPath
 from .search_priors import FullPrior, InducingPrior
-from .trust import TrustReport, check_point, warn_untrusted
+from .trust import NORMALIZATION_TOLERANCE, TrustReport, check_point, warn_untrusted
 
 __all__ = [
     "SearchOptions",
@@ -62,6 +63,7 @@ __all__ = [
     "SearchResult",
     "SearchSelection",
     "maximize_evidence",
+    "EvidenceAscent",
     "default_starts",
     "select_by_search",
 ]
@@ -88,6 +90,8 @@ class SearchOptions:
     that loop has not converged (a point where none converges is infeasible);
     max_screen: candidate points tried around a start that cannot be evaluated
     (:func:`screen_candidates`) before the start is skipped;
+    refinements: how many times :func:`select_by_search` may re-anchor the path where a fresh ln N(D) at an end
+    point contradicts it, and climb again from there (0: never);
     annealing: the tempered-SMC budget at each anchor of the ln N(D) path.
     """
 
@@ -101,6 +105,7 @@ class SearchOptions:
     ep_max_iter: int = 60
     ep_fallbacks: tuple[tuple[float, int], ...] = EP_LOOPS
     max_screen: int = 8
+    refinements: int = 2
     annealing: dict = field(default_factory=lambda: {"n_particles": 64, "n_runs": 8, "n_mcmc_steps": 3})
 
 
@@ -125,8 +130,9 @@ class SearchStep:
 class SearchResult:
     """The record of a search.
 
-    ends: each start's best evaluation; messages: L-BFGS-B's reason for stopping, per start;
-    steps: every evaluation in order; n_anchors: tempered-SMC runs of the ln N(D) path; seconds: wall time.
+    ends: each climb's best evaluation (one per start, then one per refinement of :func:`select_by_search`);
+    messages: L-BFGS-B's reason for stopping, per climb; steps: every evaluation in order (``start`` numbers the
+    climb); n_anchors: tempered-SMC runs of the ln N(D) path; seconds: wall time of the climbs.
     """
 
     ends: tuple[SearchStep, ...]
@@ -175,8 +181,9 @@ class _Objective:
         self.progress, self.n_starts = progress, n_starts
 
     def report_progress(self, finished: bool = False) -> None:
-        """progress(done, total) on a scale of max_iter evaluations per start (a start may end early)."""
-        if self.progress is None:
+        """progress(done, total) on a scale of max_iter evaluations per start (a start may end early); the climbs of
+        a refinement after the starts are not counted."""
+        if self.progress is None or self.start >= self.n_starts:
             return
         budget = self.options.max_iter
         in_start = budget if finished else min(sum(s.start == self.start for s in self.steps), budget - 1)
@@ -305,44 +312,88 @@ def maximize_evidence(
     (:mod:`bayesvm.selection.search_priors`); progress: called as ``progress(done, total)``
     after each evaluation, on a scale of ``options.max_iter`` evaluations per start.
     """
-    started = time.perf_counter()
-    X = jnp.asarray(X, dtype=jnp.float64)
-    Y = np.atleast_2d(np.asarray(y, dtype=np.float64))
-    naive, normalization = path_estimators("ep", "annealed", tol=options.ep_tol, log_z_tol=options.ep_log_z_tol,
-                                           key=random_state, options=dict(options.annealing))
-    path = normalization.along_path(X, template, prior.inducing)
     starts = np.atleast_2d(starts)
-    objective = _Objective(X, Y, space, options, naive.along_path(X, template, prior.inducing), path, progress,
-                           len(starts))
-    free = space.free
-    # k problems sum k evidences, each resolved to about the target standard error
-    resolution = Y.shape[0] * target_standard_error(X.shape[0])
-    messages = []
-    for i, start in enumerate(starts):
-        objective.start = i
-        objective.sites = objective.cold_sites()
+    ascent = EvidenceAscent(X, y, template, space=space, options=options, prior=prior, random_state=random_state,
+                            progress=progress, n_starts=len(starts))
+    for start in starts:
+        ascent.climb(start)
+    return ascent.result()
+
+
+class EvidenceAscent:
+    """The search's state: the objective with its ln N(D) path (anchors), and one L-BFGS-B climb after another.
+
+    :func:`maximize_evidence` climbs from each start; :func:`select_by_search` may then :meth:`refine` the path at
+    an end point where a fresh ln N(D) contradicted it, and climb again from there on the refined path.
+    Mutable by design (it owns the path's anchors and the record of every evaluation).
+    """
+
+    @float64
+    def __init__(self, X, y, template: Kernel, *, space: SearchSpace, options: SearchOptions = SearchOptions(),
+                 prior: FullPrior | InducingPrior = FullPrior(), random_state: int = 0, progress=None,
+                 n_starts: int = 1):
+        started = time.perf_counter()
+        self.space, self.options, self.template = space, options, template
+        X = jnp.asarray(X, dtype=jnp.float64)
+        Y = np.atleast_2d(np.asarray(y, dtype=np.float64))
+        naive, normalization = path_estimators("ep", "annealed", tol=options.ep_tol, log_z_tol=options.ep_log_z_tol,
+                                               key=random_state, options=dict(options.annealing))
+        self.path = normalization.along_path(X, template, prior.inducing)
+        self.objective = _Objective(X, Y, space, options, naive.along_path(X, template, prior.inducing), self.path,
+                                    progress, n_starts)
+        # k problems sum k evidences, each resolved to about the target standard error
+        self.resolution = Y.shape[0] * target_standard_error(X.shape[0])
+        self.messages: list[str] = []
+        self.seconds = time.perf_counter() - started  # wall time of the ascent's own work
+
+    @float64
+    def climb(self, start, note: str = "") -> None:
+        """One L-BFGS-B climb from ``start`` (moved by the screen where it cannot be evaluated); its reason for
+        stopping, after ``note``, is the climb's message."""
+        started = time.perf_counter()
+        objective, space, options = self.objective, self.space, self.options
+        objective.start = len(self.messages)
+        objective.sites, objective.last = objective.cold_sites(), None  # nothing carried over from the last climb
+        free = space.free
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # the anchors' own SMC warnings are summarised below
             x0, moved = _feasible_start(objective, space, start, options.max_screen)
             if x0 is None:
-                messages.append(f"skipped: the evidence could not be evaluated at the start or at {moved} "
-                                "candidates around it")
+                message = (f"skipped: the evidence could not be evaluated at the start or at {moved} candidates "
+                           "around it")
             elif not np.any(free):
-                messages.append("all coordinates fixed")
+                message = "all coordinates fixed"
             else:
-                stall = _Stall(X.shape[0], resolution, options.stall)
+                stall = _Stall(int(objective.X.shape[0]), self.resolution, options.stall)
                 result = minimize(
                     objective, x0[free], jac=True, method="L-BFGS-B", callback=stall,
                     bounds=list(zip(space.lower[free], space.upper[free])),
                     options={"maxiter": options.max_iter, "gtol": options.gtol, "ftol": options.ftol},
                 )
-                note = f"start moved to {_describe(x0)} (infeasible at {_describe(space.clip(start))}); " if moved else ""
-                messages.append(note + (stall.message if stall.stopped else str(result.message)))
+                moved_note = f"start moved to {_describe(x0)} (infeasible at {_describe(space.clip(start))}); " if moved else ""
+                message = moved_note + (stall.message if stall.stopped else str(result.message))
+        self.messages.append(note + message)
         objective.report_progress(finished=True)
-    ends = [max((s for s in objective.steps if s.start == i), key=lambda s: s.log_evidence)
-            for i in range(len(starts))]
-    return SearchResult(ends=tuple(ends), messages=tuple(messages), steps=tuple(objective.steps),
-                        n_anchors=path.n_anchors, seconds=time.perf_counter() - started, template=template)
+        self.seconds += time.perf_counter() - started
+
+    def refine(self, x: np.ndarray, tolerance: float) -> None:
+        """Re-anchor the path at x with the check's budget (:meth:`~bayesvm.normalization.path.ReweightedPath.refine`,
+        which drops the anchors it contradicts by more than ``tolerance`` nats), make the path's later anchors meet
+        the check's precision target, and climb again from x (theory: "Hyperparameter selection")."""
+        started = time.perf_counter()
+        target = target_standard_error(int(self.objective.X.shape[0]))
+        self.path.refine(x, {"max_se": target}, tolerance)
+        self.path.annealing = {**self.path.annealing, "max_se": target}
+        self.seconds += time.perf_counter() - started
+        self.climb(x, note=f"refined at {_describe(x)}: ")
+
+    def result(self) -> SearchResult:
+        steps = self.objective.steps
+        ends = [max((s for s in steps if s.start == i), key=lambda s: s.log_evidence)
+                for i in range(len(self.messages))]
+        return SearchResult(ends=tuple(ends), messages=tuple(self.messages), steps=tuple(steps),
+                            n_anchors=self.path.n_anchors, seconds=self.seconds,
+                            template=self.template)
 
 
 class _Stall:
@@ -504,43 +555,69 @@ def hyperparameter_dict(C: float, kernel: Kernel) -> dict:
 def select_by_search(data: TrainingData, template: Kernel, *, space: SearchSpace, starts: np.ndarray,
                      options: SearchOptions = SearchOptions(), prior: FullPrior | InducingPrior = FullPrior(),
                      random_state: int = 0, progress=None) -> SearchSelection:
-    """Search, then re-evaluate the starts' end points best first until one passes the tests of :mod:`bayesvm.selection.trust`.
+    """Search, then re-evaluate the end points best first until one passes the tests of :mod:`bayesvm.selection.trust`.
 
     data: the validated training data (:func:`bayesvm._validation.training_data`). Two classes are one binary
     problem; k >= 3 classes are k one-vs-rest problems that share the hyperparameters, chosen by their summed
-    evidence (:func:`maximize_evidence`; theory: "More than two classes"). If none passes, the best is returned
-    with warnings that say which test failed.
+    evidence (:func:`maximize_evidence`; theory: "More than two classes"). Where an end point's fresh ln N(D) is
+    itself trusted (its runs agree, EP converged) but contradicts the search's, the search's path was off there:
+    up to ``options.refinements`` times the path is re-anchored at that point with the check's budget and the
+    search climbs again from it (:meth:`EvidenceAscent.refine`), and its new end point joins the candidates. If
+    none passes, the best is returned with warnings that say which test failed.
     """
-    search = maximize_evidence(data.X, data.Y, template, space=space, starts=starts, options=options, prior=prior,
-                               random_state=random_state, progress=progress)
-    started = time.perf_counter()
-    for i, message in enumerate(search.messages):
+    starts = np.atleast_2d(starts)
+    ascent = EvidenceAscent(data.X, data.Y, template, space=space, options=options, prior=prior,
+                            random_state=random_state, progress=progress, n_starts=len(starts))
+    for start in starts:
+        ascent.climb(start)
+    for i, message in enumerate(ascent.messages):
         if message.startswith("skipped"):
             warnings.warn(f"start {i} of the search was {message}; the answer comes from the other starts",
                           RuntimeWarning, stacklevel=3)
-    candidates = [s for s in search.ranked() if np.isfinite(s.log_evidence)]
-    if not candidates:
-        raise RuntimeError(
-            "the evidence could not be evaluated at any start or at the candidates screened around them (EP did "
-            "not converge with any of its fallbacks, tempered SMC's runs for ln N(D) disagreed, or the amplitude is "
-            "beyond what float64 resolves): " + "; ".join(search.messages) + ". Fix some hyperparameters or move "
-            "the bounds towards a smaller amplitude and a longer length scale"
-        )
-    checked = []
-    for step in candidates:
-        C, kernel = search.hyperparameters(step)
-        evidence, report = check_point(data, C, kernel, step.log_normalization, random_state=random_state,
-                                       **prior.evidence_options)
-        checked.append((step, C, kernel, evidence, report))
-        if report.trusted:
+    checked: dict[bytes, tuple] = {}  # end point -> (step, C, kernel, evidence, report)
+    check_seconds, refined = 0.0, 0
+    while True:
+        search = ascent.result()
+        candidates = [s for s in search.ranked() if np.isfinite(s.log_evidence)]
+        if not candidates:
+            raise RuntimeError(
+                "the evidence could not be evaluated at any start or at the candidates screened around them (EP did "
+                "not converge with any of its fallbacks, tempered SMC's runs for ln N(D) disagreed, or the amplitude "
+                "is beyond what float64 resolves): " + "; ".join(search.messages) + ". Fix some hyperparameters or "
+                "move the bounds towards a smaller amplitude and a longer length scale"
+            )
+        chosen = refine_at = None
+        for step in candidates:
+            key = step.x.tobytes()
+            if key not in checked:
+                started = time.perf_counter()
+                C, kernel = search.hyperparameters(step)
+                evidence, report = check_point(data, C, kernel, step.log_normalization, random_state=random_state,
+                                               **prior.evidence_options)
+                checked[key] = (step, C, kernel, evidence, report)
+                check_seconds += time.perf_counter() - started
+                if _refinable(report) and refined < options.refinements:
+                    refine_at = step
+                    break
+            if checked[key][4].trusted:
+                chosen = checked[key]
+                break
+        if refine_at is None:
             break
-    step, C, kernel, evidence, report = next((c for c in checked if c[4].trusted), checked[0])
+        refined += 1
+        ascent.refine(refine_at.x, NORMALIZATION_TOLERANCE)
+    step, C, kernel, evidence, report = chosen or checked[candidates[0].x.tobytes()]
     if not report.trusted:
         warn_untrusted(report, C, float(kernel.amplitude))
     else:
-        _warn_unverified_higher(checked, evidence)
+        _warn_unverified_higher(list(checked.values()), evidence)
     return SearchSelection(
         kernel_name=template.name, shape_name=template.shape_parameter, best=hyperparameter_dict(C, kernel),
         best_value=float(evidence.total), best_se=float(evidence.total_se), best_kernel=kernel, evidence=evidence,
-        report=report, search=search, seconds={"search": search.seconds, "check": time.perf_counter() - started},
+        report=report, search=search, seconds={"search": search.seconds, "check": check_seconds},
     )
+
+
+def _refinable(report: TrustReport) -> bool:
+    """A fresh ln N(D) that is itself trusted (agreeing runs, EP converged) contradicts the search's path there."""
+    return report.runs_agree and report.naive_converged and not report.normalization_agrees
