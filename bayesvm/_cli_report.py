@@ -187,13 +187,15 @@ def _search_rows(selection) -> list[tuple[str, str]]:
     checks = "passed" if report.trusted else "FAILED (see the warnings)"
     return [
         ("search", f"{work['starts']} starts, {work['evaluations']} evaluations, {work['ep_sweeps']} EP sweeps, "
-                   f"{work['factorizations']} factorisations, {work['anchors']} tempered-SMC anchors"),
+                   f"{work['factorizations']} factorisations, {work['anchors']} tempered-SMC anchors"
+                   + (f", {work['refinements']} refinements of its ln N(D) path" if work["refinements"] else "")),
         ("search's ln N(D) at the answer", f"{report.search_log_normalization:.3f} (fresh tempered SMC: "
                                            f"{report.reference_log_normalization:.3f} +- {report.reference_se:.3f})"),
         ("checks at the answer", checks),
         ("time per phase", f"search {work['seconds_search']:.1f} s, checks {work['seconds_check']:.1f} s"),
-    ] + [(f"start {i}", message) for i, message in enumerate(selection.search.messages)
-         if message.startswith(("start moved", "skipped"))]
+    ] + [(f"climb {i}" if message.startswith("refined") else f"start {i}", message)
+         for i, message in enumerate(selection.search.messages)
+         if message.startswith(("start moved", "skipped", "refined"))]
 
 
 def _grid_rows(surface) -> list[tuple[str, str]]:

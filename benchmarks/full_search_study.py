@@ -90,7 +90,7 @@ def main(argv=None) -> None:
                   f"{svc.get('nll', np.nan) if on_answer else np.nan:8.3f} "
                   f"{full.get('seconds', np.nan) if on_answer else np.nan:6.0f} "
                   f"{svc.get('seconds', np.nan) if on_answer else np.nan:6.0f}")
-        if "error" in full or "timeout" in full:
+        if "C" not in full:  # the process failed: {"error": exit code} or {"timeout": ...}
             print(f"{s['seed']:5d} full search failed: {full}")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({"n": args.n, "splits": splits}, indent=1, default=float))

@@ -101,7 +101,8 @@ def _run_bayesvm(n: int, seed: int, options: dict) -> dict:
             "trusted": bool(model.selection_.report.trusted), "work": work,
             "selection_rows": n if model.selection_rows_ is None else int(model.selection_rows_.size),
             "n_inducing": None if model.inducing_ is None else int(model.inducing_.shape[0]),
-            "warnings": sorted({str(w.message)[:160] for w in caught})}
+            "warnings": sorted({str(w.message)[:160] for w in caught}),
+            "search_messages": list(model.selection_.search.messages) if model.selection_.method == "search" else []}
 
 
 def _grid_cells(rng, cells: int):

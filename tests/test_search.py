@@ -20,7 +20,7 @@ from bayesvm.evidence.approximations import AnnealedNormalization
 from bayesvm.normalization.annealing import annealed_log_normalization, target_standard_error
 from bayesvm.datasets import load_dataset
 from bayesvm.evidence.ep_gradient import ep_naive_evidence_and_gradient, zero_sites
-from bayesvm.hyperparameters import SearchSpace, coordinates_of, kernel_hyperparameters_at
+from bayesvm.hyperparameters import SearchSpace, coordinates_of, kernel_hyperparameters_at, pairwise_distances
 from bayesvm.kernels import RBF, Polynomial
 from bayesvm.normalization.path import NormalizationPath
 from bayesvm.selection.search import SearchOptions, default_starts, screen_candidates, select_by_search
@@ -248,9 +248,9 @@ def test_search_rejects_a_grid_of_several_values():
         bayesvm.select_hyperparameters(X, y, grid={"gamma": 1.0})
 
 
-def _search(X, y, options, starts=None):
+def _search(X, y, options, starts=None, space=None):
     template = RBF()
-    space = SearchSpace.default(X, template)
+    space = SearchSpace.default(X, template) if space is None else space
     starts = default_starts(space, X, template) if starts is None else starts
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -371,26 +371,30 @@ def test_refining_the_path_drops_the_anchor_a_fresh_estimate_contradicts_and_kee
         assert abs(estimate.value - reference.value) <= max(1.0, 3 * np.hypot(estimate.se, reference.se))
 
 
-def test_a_search_misled_by_anchors_that_lie_low_is_refined_until_its_checks_pass(monkeypatch):
-    """Anchors of the search's budget that agree while lying low (simulated: 3 nats low wherever the budget's
-    precision target is looser than the check's) make the check at the answer fail (the search's ln N(D) and a
-    fresh one disagree). With refinements the path is re-anchored at that point with the check's budget, the
-    search climbs again, and the answer passes its checks with the evidence of a search that was never misled."""
+def _anchors_lying_low(monkeypatch, n: int, offset: float = -3.0) -> None:
+    """Make every anchor of a budget looser than the check's precision target agree ``offset`` nats off."""
     from bayesvm.normalization.annealing import shift
     from bayesvm.normalization.path import Annealed, FullPathPrior
 
-    X, y = _subsample("breast_cancer", 60, seed=2)
-    honest = _search(X, y, SearchOptions(max_iter=5))
-    real = FullPathPrior.anneal
-    target = target_standard_error(60)
+    real, target = FullPathPrior.anneal, target_standard_error(n)
 
     def lying_low(self, x, key, annealing):
         annealed = real(self, x, key, annealing)
         if annealed is None or annealing.get("max_se", np.inf) <= target:
             return annealed
-        return Annealed(shift(annealed.result, -3.0), annealed.z, annealed.aux)
+        return Annealed(shift(annealed.result, offset), annealed.z, annealed.aux)
 
     monkeypatch.setattr(FullPathPrior, "anneal", lying_low)
+
+
+def test_a_search_misled_by_anchors_that_lie_low_is_refined_until_its_checks_pass(monkeypatch):
+    """Anchors of the search's budget that agree while lying low (simulated: 3 nats low wherever the budget's
+    precision target is looser than the check's) make the check at the answer fail (the search's ln N(D) and a
+    fresh one disagree). With refinements the path is re-anchored at that point with the check's budget, the
+    search climbs again, and the answer passes its checks with the evidence of a search that was never misled."""
+    X, y = _subsample("breast_cancer", 60, seed=2)
+    honest = _search(X, y, SearchOptions(max_iter=5))
+    _anchors_lying_low(monkeypatch, 60)
     misled = _search(X, y, SearchOptions(max_iter=5, refinements=0))
     refined = _search(X, y, SearchOptions(max_iter=5))
     assert honest.report.trusted
@@ -399,3 +403,32 @@ def test_a_search_misled_by_anchors_that_lie_low_is_refined_until_its_checks_pas
     assert len(refined.search.ends) > len(misled.search.ends)
     assert refined.best_value == pytest.approx(honest.best_value, abs=max(1.0, 3 * np.hypot(refined.best_se,
                                                                                             honest.best_se)))
+
+
+def test_where_the_refined_climb_cannot_move_its_end_is_judged_by_the_one_fresh_check_already_made(monkeypatch):
+    """With every coordinate fixed the climb after a refinement ends where it began: the point's fresh evidence,
+    computed once, is tested again against the refined path's ln N(D) (an independent, check-sized estimate),
+    and passes, without a second fresh estimate."""
+    import bayesvm.selection.search as search_module
+
+    X, y = _subsample("breast_cancer", 60, seed=2)
+    template = RBF()
+    x = np.log([1.0, 10.0, 1.0, float(np.median(pairwise_distances(X)))])
+    space = SearchSpace.default(X, template)
+    for i, value in enumerate(x):
+        space = space.fix(i, value)
+    real, calls = search_module.check_point, []
+
+    def counted(*args, **kwargs):
+        calls.append(args[1])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(search_module, "check_point", counted)
+    _anchors_lying_low(monkeypatch, 60)
+    misled = _search(X, y, SearchOptions(refinements=0), starts=x[None], space=space)
+    refined = _search(X, y, SearchOptions(), starts=x[None], space=space)
+    assert not misled.report.normalization_agrees and refined.report.trusted
+    assert refined.search.messages == ("all coordinates fixed", f"refined at {search_module._describe(x)}: all "
+                                       "coordinates fixed")
+    assert len(calls) == 2  # one fresh check per selection
+    assert refined.best_value == pytest.approx(misled.best_value)  # the same fresh evidence at the same point

@@ -55,7 +55,7 @@ from ..kernels import Kernel, is_ard
 from ..normalization.annealing import target_standard_error
 from ..normalization.path import ReweightedPath
 from .search_priors import FullPrior, InducingPrior
-from .trust import NORMALIZATION_TOLERANCE, TrustReport, check_point, warn_untrusted
+from .trust import NORMALIZATION_TOLERANCE, TrustReport, check_point, trust_report, warn_untrusted
 
 __all__ = [
     "SearchOptions",
@@ -70,6 +70,8 @@ __all__ = [
 
 #: the objective's value (-ln P(D)) where it cannot be evaluated; finite, so L-BFGS-B's line search backs off
 _INFEASIBLE = 1e10
+#: how the message of a climb after a refinement of the path begins
+_REFINED = "refined at"
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,11 @@ class SearchResult:
     @property
     def factorizations(self) -> int:
         return int(sum(s.factorizations for s in self.steps))
+
+    @property
+    def n_refinements(self) -> int:
+        """Climbs after a refinement of the path (:meth:`EvidenceAscent.refine`)."""
+        return sum(message.startswith(_REFINED) for message in self.messages)
 
 
 class _Objective:
@@ -385,7 +392,7 @@ class EvidenceAscent:
         self.path.refine(x, {"max_se": target}, tolerance)
         self.path.annealing = {**self.path.annealing, "max_se": target}
         self.seconds += time.perf_counter() - started
-        self.climb(x, note=f"refined at {_describe(x)}: ")
+        self.climb(x, note=f"{_REFINED} {_describe(x)}: ")
 
     def result(self) -> SearchResult:
         steps = self.objective.steps
@@ -510,10 +517,12 @@ class SearchSelection:
     method: str = "search"
 
     def summary_counts(self) -> dict:
-        """The work done: evaluations, EP sweeps, factorisations, SMC anchors, per-phase seconds."""
+        """The work done: evaluations, EP sweeps, factorisations, SMC anchors, starts, refinements of the path,
+        per-phase seconds."""
         return {"evaluations": self.search.n_evaluations, "ep_sweeps": self.search.ep_sweeps,
                 "factorizations": self.search.factorizations, "anchors": self.search.n_anchors,
-                "starts": len(self.search.ends), **{f"seconds_{k}": v for k, v in self.seconds.items()}}
+                "starts": len(self.search.ends) - self.search.n_refinements,
+                "refinements": self.search.n_refinements, **{f"seconds_{k}": v for k, v in self.seconds.items()}}
 
     def to_dict(self) -> dict:
         """A JSON-ready record: the choice, the evidence, the tests and the work."""
@@ -574,8 +583,9 @@ def select_by_search(data: TrainingData, template: Kernel, *, space: SearchSpace
         if message.startswith("skipped"):
             warnings.warn(f"start {i} of the search was {message}; the answer comes from the other starts",
                           RuntimeWarning, stacklevel=3)
-    checked: dict[bytes, tuple] = {}  # end point -> (step, C, kernel, evidence, report)
-    check_seconds, refined = 0.0, 0
+    fresh: dict[bytes, tuple] = {}  # end point -> (C, kernel, the evidence there by the reference estimators)
+    refined_at: set[bytes] = set()
+    check_seconds = 0.0
     while True:
         search = ascent.result()
         candidates = [s for s in search.ranked() if np.isfinite(s.log_evidence)]
@@ -586,31 +596,34 @@ def select_by_search(data: TrainingData, template: Kernel, *, space: SearchSpace
                 "is beyond what float64 resolves): " + "; ".join(search.messages) + ". Fix some hyperparameters or "
                 "move the bounds towards a smaller amplitude and a longer length scale"
             )
-        chosen = refine_at = None
+        checked, refine_at = [], None
         for step in candidates:
-            key = step.x.tobytes()
-            if key not in checked:
+            point = step.x.tobytes()
+            if point in fresh:  # checked before: the same fresh evidence, tested against this end's path value
+                C, kernel, evidence = fresh[point]
+                report = trust_report(evidence, step.log_normalization)
+            else:
                 started = time.perf_counter()
                 C, kernel = search.hyperparameters(step)
                 evidence, report = check_point(data, C, kernel, step.log_normalization, random_state=random_state,
                                                **prior.evidence_options)
-                checked[key] = (step, C, kernel, evidence, report)
+                fresh[point] = (C, kernel, evidence)
                 check_seconds += time.perf_counter() - started
-                if _refinable(report) and refined < options.refinements:
-                    refine_at = step
-                    break
-            if checked[key][4].trusted:
-                chosen = checked[key]
+            checked.append((step, C, kernel, evidence, report))
+            if report.trusted:
+                break
+            if _refinable(report) and point not in refined_at and len(refined_at) < options.refinements:
+                refine_at = step
                 break
         if refine_at is None:
             break
-        refined += 1
+        refined_at.add(refine_at.x.tobytes())
         ascent.refine(refine_at.x, NORMALIZATION_TOLERANCE)
-    step, C, kernel, evidence, report = chosen or checked[candidates[0].x.tobytes()]
+    step, C, kernel, evidence, report = checked[-1] if checked[-1][4].trusted else checked[0]
     if not report.trusted:
         warn_untrusted(report, C, float(kernel.amplitude))
     else:
-        _warn_unverified_higher(list(checked.values()), evidence)
+        _warn_unverified_higher(checked, evidence)
     return SearchSelection(
         kernel_name=template.name, shape_name=template.shape_parameter, best=hyperparameter_dict(C, kernel),
         best_value=float(evidence.total), best_se=float(evidence.total_se), best_kernel=kernel, evidence=evidence,

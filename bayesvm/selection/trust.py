@@ -29,7 +29,7 @@ from .._validation import TrainingData
 from ..evidence.log_evidence import Evidence, OneVsRestEvidence, one_vs_rest_evidence
 from ..kernels import Kernel
 
-__all__ = ["NORMALIZATION_TOLERANCE", "TrustReport", "check_point", "warn_untrusted"]
+__all__ = ["NORMALIZATION_TOLERANCE", "TrustReport", "check_point", "trust_report", "warn_untrusted"]
 
 #: the search's ln N(D) and the reference agree within this many nats (or three standard errors)
 NORMALIZATION_TOLERANCE = 1.0
@@ -70,14 +70,21 @@ def check_point(data: TrainingData, C: float, kernel: Kernel, search_log_normali
     with warnings.catch_warnings():  # failures are reported by the report, once
         warnings.simplefilter("ignore", RuntimeWarning)
         evidence = one_vs_rest_evidence(data, C, kernel, random_state=random_state, inducing=inducing)
-    shared = evidence.problems[0]  # ln N(D) is one estimate for every problem
+    evidence = evidence.problems[0] if len(evidence.problems) == 1 else evidence
+    return evidence, trust_report(evidence, search_log_normalization)
+
+
+def trust_report(evidence: Evidence | OneVsRestEvidence, search_log_normalization: float) -> TrustReport:
+    """The tests of the module docstring for the fresh ``evidence`` at a point (:func:`check_point`'s) against the
+    search's estimate of ln N(D) there (a search that has refined its path may hold a new one for the same point)."""
+    problems = evidence.problems if isinstance(evidence, OneVsRestEvidence) else (evidence,)
+    shared = problems[0]  # ln N(D) is one estimate for every problem
     agrees = abs(search_log_normalization - shared.log_normalization) <= max(
         NORMALIZATION_TOLERANCE, 3.0 * shared.log_normalization_se
     )
-    report = TrustReport(float(search_log_normalization), shared.log_normalization, shared.log_normalization_se,
-                         bool(shared.normalization_trusted), bool(agrees),
-                         all(problem.naive_converged for problem in evidence.problems))
-    return (shared if len(evidence.problems) == 1 else evidence), report
+    return TrustReport(float(search_log_normalization), shared.log_normalization, shared.log_normalization_se,
+                       bool(shared.normalization_trusted), bool(agrees),
+                       all(problem.naive_converged for problem in problems))
 
 
 def warn_untrusted(report: TrustReport, C: float, amplitude: float) -> None:
