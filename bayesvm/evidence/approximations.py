@@ -57,6 +57,7 @@ from ..normalization.annealing import (
     padded,
     annealed_log_expectation,
     annealed_log_naive_evidence,
+    default_moves,
     mean_route_log_likelihood,
     prior_factor,
     target_standard_error,
@@ -273,8 +274,9 @@ class AnnealedNormalization:
     One square-root factor of base + r serves every cell (scaled by sqrt(k0));
     the prior is padded to :func:`bayesvm._linalg.problem_size` (n) so that
     nearby n share one compilation. ``options`` go to the sampler (its
-    first budget, ``ladder`` and ``max_se``, by default
-    :func:`bayesvm.normalization.annealing.target_standard_error` (n)): the budget grows
+    first budget, by default 16 runs of 128 particles with
+    :func:`bayesvm.normalization.annealing.default_moves` (n) slice moves per temperature, ``ladder`` and
+    ``max_se``, by default :func:`bayesvm.normalization.annealing.target_standard_error` (n)): the budget grows
     until the runs agree and the standard error reaches that target
     (:func:`bayesvm.normalization.annealing.annealed_until_runs_agree`). Where the
     runs still disagree at its cap, tempered SMC starts again from EP's Gaussian
@@ -289,7 +291,7 @@ class AnnealedNormalization:
     def __call__(self, cells: Cells) -> Estimate:
         factor = prior_factor(cells.base + cells.offset_ratio)
         size = _linalg.problem_size(cells.n)
-        options = {"max_se": target_standard_error(cells.n), **self.options}
+        options = {"max_se": target_standard_error(cells.n), "n_mcmc_steps": default_moves(cells.n), **self.options}
         routed = []
         for b in range(cells.size):
             chol, mask = padded(np.sqrt(cells.amplitude[b]) * factor, size)

@@ -118,7 +118,7 @@ class _SMCState(NamedTuple):
     n_moves: Array  # moves made (R,)
 
 
-def _mutate(key, theta, ll, beta, chol, loglik, max_shrinks: int, n_steps: int):
+def _mutate(key, theta, ll, beta, chol, loglik, max_shrinks: int, n_steps: Array | int):
     """``n_steps`` elliptical slice moves of every particle at temperature beta; with the mean likelihood
     evaluations per move and the share of moves that left a particle in place, summed over the steps, per run."""
     zeros = jnp.zeros(theta.shape[0], theta.dtype)
@@ -138,7 +138,6 @@ def _mutate(key, theta, ll, beta, chol, loglik, max_shrinks: int, n_steps: int):
         "log_likelihood",
         "n_particles",
         "n_runs",
-        "n_mcmc_steps",
         "target_ess",
         "max_temperatures",
         "max_shrinks",
@@ -155,7 +154,7 @@ def smc_runs(
     *,
     n_particles: int,
     n_runs: int,
-    n_mcmc_steps: int,
+    n_mcmc_steps: Array | int,
     target_ess: float,
     max_temperatures: int,
     max_shrinks: int,
@@ -169,6 +168,7 @@ def smc_runs(
     ln mean_i exp((beta_{t+1} - beta_t) L_i) to ln Z, resample systematically,
     move every particle ``n_mcmc_steps`` times at beta_{t+1} (after the last
     reweighting only with ``move_last``, when the particles themselves are wanted).
+    ``n_mcmc_steps`` is traced, so every number of moves shares one compilation.
     Returns ln Z per run, the diagnostics and the final particles (R, N, M).
     """
     R, N, M = n_runs, n_particles, chol.shape[0]

@@ -52,7 +52,7 @@ from ..evidence.log_evidence import Evidence, OneVsRestEvidence
 from ..hyperparameters import SearchSpace, kernel_hyperparameters_at, pairwise_distances
 from ..hyperparameters import feature_pairwise_distances
 from ..kernels import Kernel, is_ard
-from ..normalization.annealing import target_standard_error
+from ..normalization.annealing import default_moves, target_standard_error
 from ..normalization.path import ReweightedPath
 from .search_priors import FullPrior, InducingPrior
 from .trust import NORMALIZATION_TOLERANCE, TrustReport, check_point, trust_report, warn_untrusted
@@ -385,12 +385,13 @@ class EvidenceAscent:
 
     def refine(self, x: np.ndarray, tolerance: float) -> None:
         """Re-anchor the path at x with the check's budget (:meth:`~bayesvm.normalization.path.ReweightedPath.refine`,
-        which drops the anchors it contradicts by more than ``tolerance`` nats), make the path's later anchors meet
-        the check's precision target, and climb again from x (theory: "Hyperparameter selection")."""
+        which drops the anchors it contradicts by more than ``tolerance`` nats), make the path's later anchors with
+        that budget too, and climb again from x (theory: "Hyperparameter selection")."""
         started = time.perf_counter()
-        target = target_standard_error(int(self.objective.X.shape[0]))
-        self.path.refine(x, {"max_se": target}, tolerance)
-        self.path.annealing = {**self.path.annealing, "max_se": target}
+        n = int(self.objective.X.shape[0])
+        check = {"max_se": target_standard_error(n), "n_mcmc_steps": default_moves(n)}  # the check's budget
+        self.path.refine(x, check, tolerance)
+        self.path.annealing = check
         self.seconds += time.perf_counter() - started
         self.climb(x, note=f"{_REFINED} {_describe(x)}: ")
 
