@@ -9,7 +9,8 @@ scale; :meth:`bayesvm.hyperparameters.SearchSpace.default`). At each point:
   its cap): value, whether it is trusted, the budget it took
   (runs x particles x moves per temperature) and seconds;
 * reference: two independent long tempered-SMC runs (``--reference-particles``
-  x ``--reference-runs`` each, other seeds, no ladder) by two routes, one from
+  x ``--reference-runs`` each, four times the default's slice moves per
+  temperature, other seeds, no ladder) by two routes, one from
   the prior and one from EP's Gaussian; their mean where each one's runs agree
   and the two agree within ``--reference-tolerance`` nats, else the higher
   value where its own runs agree (disagreeing runs are biased low), else none.
@@ -39,7 +40,7 @@ from scipy.stats import qmc
 from sklearn.model_selection import train_test_split
 
 from bayesvm import log_normalization
-from bayesvm.normalization.annealing import annealed_log_normalization, prior_factor
+from bayesvm.normalization.annealing import annealed_log_normalization, default_moves, prior_factor
 from bayesvm.normalization.ep_started import annealed_from_ep
 from bayesvm.datasets import load_dataset
 from bayesvm.hyperparameters import SearchSpace, kernel_hyperparameters_at, pairwise_distances
@@ -77,14 +78,19 @@ def design(space: SearchSpace, points: int, seed: int) -> np.ndarray:
 
 def reference(kernel, C, X, seeds, particles, runs, tolerance):
     """Two long runs by two routes from other seeds: from the prior and from EP's Gaussian
-    (:func:`bayesvm.normalization.ep_started.annealed_from_ep`). Their mean where both agree internally and with
-    each other; else, since disagreeing runs are biased low, the higher value if its own runs agree; else None."""
+    (:func:`bayesvm.normalization.ep_started.annealed_from_ep`), each with four times the default's slice moves
+    per temperature (:func:`bayesvm.normalization.annealing.default_moves`; until 2026-11-26 the references used
+    the default's 5 moves, and runs that have not mixed can agree while all lying low). Their mean where both agree
+    internally and with each other; else, since disagreeing runs are biased low, the higher value if its own runs
+    agree; else None."""
     chol = prior_factor(np.asarray(kernel(X)))
+    moves = 4 * default_moves(X.shape[0])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         results = [annealed_log_normalization(kernel, C, X.shape[0], X, route="product", key=seeds[0],
-                                              n_particles=particles, n_runs=runs),
-                   annealed_from_ep(chol, C, key=seeds[1], n_particles=particles, n_runs=runs, ladder=(1,))[0]]
+                                              n_particles=particles, n_runs=runs, n_mcmc_steps=moves),
+                   annealed_from_ep(chol, C, key=seeds[1], n_particles=particles, n_runs=runs, n_mcmc_steps=moves,
+                                    ladder=(1,))[0]]
     values = [r.value for r in results]
     agree = [bool(r.runs_agree) for r in results]
     if all(agree) and abs(values[0] - values[1]) <= tolerance:
