@@ -17,7 +17,7 @@ from .coupling import couple_one_vs_rest
 from .evidence.log_evidence import Evidence, OneVsRestEvidence, log_evidence, log_evidence_one_vs_rest, log_normalization
 from .kernels import RBF, Exponential, Linear, Polynomial, make_kernel
 from .posterior import ErrorBars, Posterior
-from .selection.search import SearchSelection
+from .selection.search_selection import SearchSelection
 from .selection.grid import Grid, GridEdgeWarning
 from .selection.grid_checks import DegenerateSelectionWarning
 from .selection.select import select_hyperparameters

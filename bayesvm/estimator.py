@@ -119,7 +119,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         the one-vs-rest problems), of the rows the selection used (``selection_rows_``); ``evidence_`` the full :class:`~bayesvm.evidence.log_evidence.Evidence`
         (terms, ln N(D), ...), for k >= 3 classes a
         :class:`~bayesvm.evidence.log_evidence.OneVsRestEvidence` with one per problem.
-    selection_ : the :class:`~bayesvm.selection.search.SearchSelection` (a tuple of k with
+    selection_ : the :class:`~bayesvm.selection.search_selection.SearchSelection` (a tuple of k with
         ``multiclass="per_class"``), or None when nothing was selected.
     posterior_ : the posterior used for predictions (k >= 3 classes: a tuple, one per problem).
     inducing_ : the (m, d) inducing inputs of the posterior's low-rank prior, or None (the full prior).

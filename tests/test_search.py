@@ -23,7 +23,8 @@ from bayesvm.evidence.ep_gradient import ep_naive_evidence_and_gradient, zero_si
 from bayesvm.hyperparameters import SearchSpace, coordinates_of, kernel_hyperparameters_at, pairwise_distances
 from bayesvm.kernels import RBF, Polynomial
 from bayesvm.normalization.path import NormalizationPath
-from bayesvm.selection.search import SearchOptions, default_starts, screen_candidates, select_by_search
+from bayesvm.selection.search import SearchOptions, _describe, default_starts, screen_candidates
+from bayesvm.selection.search_selection import select_by_search
 
 
 def _subsample(name, n, seed=0):
@@ -324,7 +325,7 @@ def test_screen_candidates_stay_in_the_box_and_keep_fixed_coordinates():
 
 def test_a_higher_point_that_fails_its_checks_is_reported_not_dropped_silently(monkeypatch):
     """The answer is the best verified end point; a higher one whose checks failed must be named in a warning."""
-    import bayesvm.selection.search as search_module
+    import bayesvm.selection.search_selection as search_module
 
     real = search_module.check_point
     calls = []
@@ -409,7 +410,7 @@ def test_where_the_refined_climb_cannot_move_its_end_is_judged_by_the_one_fresh_
     """With every coordinate fixed the climb after a refinement ends where it began: the point's fresh evidence,
     computed once, is tested again against the refined path's ln N(D) (an independent, check-sized estimate),
     and passes, without a second fresh estimate."""
-    import bayesvm.selection.search as search_module
+    import bayesvm.selection.search_selection as search_module
 
     X, y = _subsample("breast_cancer", 60, seed=2)
     template = RBF()
@@ -428,7 +429,7 @@ def test_where_the_refined_climb_cannot_move_its_end_is_judged_by_the_one_fresh_
     misled = _search(X, y, SearchOptions(refinements=0), starts=x[None], space=space)
     refined = _search(X, y, SearchOptions(), starts=x[None], space=space)
     assert not misled.report.normalization_agrees and refined.report.trusted
-    assert refined.search.messages == ("all coordinates fixed", f"refined at {search_module._describe(x)}: all "
+    assert refined.search.messages == ("all coordinates fixed", f"refined at {_describe(x)}: all "
                                        "coordinates fixed")
     assert len(calls) == 2  # one fresh check per selection
     assert refined.best_value == pytest.approx(misled.best_value)  # the same fresh evidence at the same point

@@ -110,13 +110,10 @@ DEFAULT_MCMC_STEPS = 5
 def default_moves(n: int) -> int:
     """Elliptical slice moves per temperature for ln N(D) over n training inputs: max(5, ceil(n / 50)).
 
-    Runs that have not mixed at each temperature can agree while all missing the same mass, and then more runs or
-    particles do not show it: only more moves do. Measured on adult at 1,000 rows (16 runs x 128 particles; at the
-    full search's answer on split 0) ln N(D) was -124.6 with 5 moves, -124.2 with 10, -122.8 with 20 and -122.7
-    with 40, every round's runs agreeing; at split 1's answer -131.0, -130.7, -130.4, -130.5; at an easy pima point
-    of 400 rows -47.46, -47.31, -47.22, -47.17 (documentation: normalisation, "Moves grow with n"). The moves a
-    run needs grow with n (more constraints make each tempered distribution narrower against the prior the
-    slice moves propose from).
+    Runs that have not mixed at each temperature can agree while all missing the same mass; only more moves show
+    it. On adult at 1,000 rows (16 runs x 128 particles, runs agreeing) ln N(D) was -124.6 with 5 moves, -124.2
+    with 10, -122.8 with 20, -122.7 with 40; at an easy pima point of 400 rows -47.46, -47.31, -47.22, -47.17
+    (documentation: normalisation, "Moves grow with n").
     """
     return max(DEFAULT_MCMC_STEPS, math.ceil(n / 50))
 

@@ -302,10 +302,9 @@ class ReweightedPath:
                 return _path_estimate(anchor, reweighted, anchored=False)
         anchor = self._annealed_anchor(x, self.key, self.annealing)
         if anchor is None:
-            return PathEstimate(-np.inf, np.zeros_like(x), np.inf, 0.0, False, False, False)
+            return _unresolved(x)
         self.anchors.append(anchor)
-        reweighted = _reweighted(self.prior, jnp.asarray(x), anchor.z, anchor.log_f, anchor.aux)
-        return _path_estimate(anchor, reweighted, anchored=True)
+        return self._at_own_anchor(anchor)
 
     @float64
     def refine(self, x, annealing: dict, tolerance: float) -> PathEstimate:
@@ -323,7 +322,7 @@ class ReweightedPath:
         self.n_refinements += 1
         new = self._annealed_anchor(x, jax.random.fold_in(as_key(self.key), self.n_refinements), annealing)
         if new is None:
-            return PathEstimate(-np.inf, np.zeros_like(x), np.inf, 0.0, False, False, False)
+            return _unresolved(x)
         kept = []
         for anchor in self.anchors:
             reweighted = self._served(anchor, x)
@@ -333,7 +332,12 @@ class ReweightedPath:
                     continue
             kept.append(anchor)
         self.anchors = [*kept, new]
-        return _path_estimate(new, _reweighted(self.prior, jnp.asarray(x), new.z, new.log_f, new.aux), anchored=True)
+        return self._at_own_anchor(new)
+
+    def _at_own_anchor(self, anchor: _Anchor) -> PathEstimate:
+        """The estimate at the anchor's own point (its SMC value, with the reweighting's gradient there)."""
+        reweighted = _reweighted(self.prior, jnp.asarray(anchor.x), anchor.z, anchor.log_f, anchor.aux)
+        return _path_estimate(anchor, reweighted, anchored=True)
 
 
 class NormalizationPath(ReweightedPath):
@@ -346,6 +350,11 @@ class NormalizationPath(ReweightedPath):
     def __init__(self, X: Array, template: Kernel, key: int = 0, annealing: dict | None = None,
                  min_ess_fraction: float = MIN_ESS_FRACTION):
         super().__init__(FullPathPrior.of(X, template), key, annealing, min_ess_fraction)
+
+
+def _unresolved(x: np.ndarray) -> PathEstimate:
+    """The estimate where the prior is not resolved (no anchor can be made there)."""
+    return PathEstimate(-np.inf, np.zeros_like(x), np.inf, 0.0, False, False, False)
 
 
 def _path_estimate(anchor: _Anchor, reweighted, *, anchored: bool) -> PathEstimate:

@@ -24,12 +24,9 @@ converge with its loose loop nor with any of the slower loops tried after it
 from cold sites, where the anchor's tempered-SMC runs still disagree at the
 budget's cap, or where float64 does not resolve the prior; an infeasible
 start is moved by a small screen (:func:`screen_candidates`) and the move
-is reported in :attr:`SearchResult.messages`. :func:`select_by_search` then re-evaluates
-the starts' end points, best first, with :func:`bayesvm.log_evidence`'s
-defaults (EP at full tolerance, a fresh tempered-SMC ln N(D) with the full
-budget) and returns the first that passes the tests of :mod:`bayesvm.selection.trust`;
-where a trusted fresh ln N(D) contradicts the path's, it re-anchors the path
-there with the check's budget and climbs again (theory: "Hyperparameter selection").
+is reported in :attr:`SearchResult.messages`. :func:`bayesvm.selection.search_selection.select_by_search`
+then checks the end points and may refine the path (:meth:`EvidenceAscent.refine`)
+and climb again (theory: "Hyperparameter selection").
 """
 
 from __future__ import annotations
@@ -42,30 +39,24 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.optimize import minimize
 
-from .._json import finite_or_none
 from .._precision import float64
-from .._validation import TrainingData
 from ..evidence.ep import EP_LOOPS
 from ..evidence.approximations import path_estimators
 from ..evidence.ep_gradient import EPSites
-from ..evidence.log_evidence import Evidence, OneVsRestEvidence
 from ..hyperparameters import SearchSpace, kernel_hyperparameters_at, pairwise_distances
 from ..hyperparameters import feature_pairwise_distances
 from ..kernels import Kernel, is_ard
 from ..normalization.annealing import default_moves, target_standard_error
 from ..normalization.path import ReweightedPath
 from .search_priors import FullPrior, InducingPrior
-from .trust import NORMALIZATION_TOLERANCE, TrustReport, check_point, trust_report, warn_untrusted
 
 __all__ = [
     "SearchOptions",
     "SearchStep",
     "SearchResult",
-    "SearchSelection",
     "maximize_evidence",
     "EvidenceAscent",
     "default_starts",
-    "select_by_search",
 ]
 
 #: the objective's value (-ln P(D)) where it cannot be evaluated; finite, so L-BFGS-B's line search backs off
@@ -319,12 +310,8 @@ def maximize_evidence(
     (:mod:`bayesvm.selection.search_priors`); progress: called as ``progress(done, total)``
     after each evaluation, on a scale of ``options.max_iter`` evaluations per start.
     """
-    starts = np.atleast_2d(starts)
-    ascent = EvidenceAscent(X, y, template, space=space, options=options, prior=prior, random_state=random_state,
-                            progress=progress, n_starts=len(starts))
-    for start in starts:
-        ascent.climb(start)
-    return ascent.result()
+    return EvidenceAscent.from_starts(X, y, template, space=space, starts=starts, options=options, prior=prior,
+                                      random_state=random_state, progress=progress).result()
 
 
 class EvidenceAscent:
@@ -352,6 +339,18 @@ class EvidenceAscent:
         self.resolution = Y.shape[0] * target_standard_error(X.shape[0])
         self.messages: list[str] = []
         self.seconds = time.perf_counter() - started  # wall time of the ascent's own work
+
+    @classmethod
+    def from_starts(cls, X, y, template: Kernel, *, space: SearchSpace, starts: np.ndarray,
+                    options: SearchOptions = SearchOptions(), prior: FullPrior | InducingPrior = FullPrior(),
+                    random_state: int = 0, progress=None) -> "EvidenceAscent":
+        """An ascent that has climbed from each of ``starts`` (:func:`maximize_evidence`'s arguments)."""
+        starts = np.atleast_2d(starts)
+        ascent = cls(X, y, template, space=space, options=options, prior=prior, random_state=random_state,
+                     progress=progress, n_starts=len(starts))
+        for start in starts:
+            ascent.climb(start)
+        return ascent
 
     @float64
     def climb(self, start, note: str = "") -> None:
@@ -471,167 +470,3 @@ def _describe(x: np.ndarray) -> str:
 
 def _concrete_kernel(template: Kernel, x: np.ndarray) -> Kernel:
     return template.replace(**kernel_hyperparameters_at(template, x))
-
-
-def _warn_unverified_higher(checked: list, chosen: Evidence) -> None:
-    """Say so where a point the search reached has a clearly higher fresh ln P(D) than the verified answer but failed
-    its tests: the answer is the best verified point, not the highest the search saw (issue found on adult at
-    n = 1,000, where the unverified point was 32 nats higher)."""
-    for _, C, kernel, evidence, report in checked:
-        margin = 1.0 + 3.0 * float(np.hypot(evidence.total_se, chosen.total_se))
-        if not report.trusted and evidence.total > chosen.total + margin:
-            warnings.warn(
-                f"the search also reached C = {C:.3g}, amplitude = {float(kernel.amplitude):.3g} with a fresh ln P(D) "
-                f"of {evidence.total:.1f} +- {evidence.total_se:.1f}, above the returned {chosen.total:.1f}, but its "
-                "checks failed (" + ("ln N(D)'s runs disagree there, so that value may be too high" if not
-                                     report.runs_agree else "the search's and a fresh ln N(D) disagree there")
-                + "); the returned point is the best verified one. Compare the two on held-out data",
-                RuntimeWarning, stacklevel=4,
-            )
-            return
-
-
-@dataclass(frozen=True)
-class SearchSelection:
-    """Hyperparameters chosen by the quasi-Newton search, with the evidence there and how it was found.
-
-    best: C, amplitude, offset, C_k0, offset_ratio and the shape parameter by
-    name (per-feature length scales as an array); best_value, best_se: ln P(D) at them by the reference estimators
-    (EP at full tolerance, a fresh tempered-SMC ln N(D)); best_kernel; evidence:
-    the full :class:`~bayesvm.evidence.log_evidence.Evidence`, or for k >= 3 classes the
-    :class:`~bayesvm.evidence.log_evidence.OneVsRestEvidence` of the k one-vs-rest problems (ln P(D) is then
-    their sum); report: the tests at the
-    point (:class:`~bayesvm.selection.trust.TrustReport`); search: the record of every
-    evaluation; seconds: wall time per phase ("search", "check").
-    """
-
-    kernel_name: str
-    shape_name: str | None
-    best: dict
-    best_value: float
-    best_se: float
-    best_kernel: Kernel
-    evidence: Evidence | OneVsRestEvidence
-    report: TrustReport
-    search: SearchResult
-    seconds: dict
-    method: str = "search"
-
-    def summary_counts(self) -> dict:
-        """The work done: evaluations, EP sweeps, factorisations, SMC anchors, starts, refinements of the path,
-        per-phase seconds."""
-        return {"evaluations": self.search.n_evaluations, "ep_sweeps": self.search.ep_sweeps,
-                "factorizations": self.search.factorizations, "anchors": self.search.n_anchors,
-                "starts": len(self.search.ends) - self.search.n_refinements,
-                "refinements": self.search.n_refinements, **{f"seconds_{k}": v for k, v in self.seconds.items()}}
-
-    def to_dict(self) -> dict:
-        """A JSON-ready record: the choice, the evidence, the tests and the work."""
-        return {
-            "method": self.method, "kernel": self.kernel_name,
-            "best": {k: float(v) if np.ndim(v) == 0 else np.asarray(v, dtype=float).tolist() for k, v in self.best.items()},
-            "log_evidence": self.best_value, "log_evidence_se": self.best_se,
-            **_evidence_terms(self.evidence),
-            "checks": {k: (bool(v) if isinstance(v, (bool, np.bool_)) else float(v))
-                       for k, v in self.report._asdict().items()},
-            "work": self.summary_counts(),
-            "path": [{"start": s.start, "x": s.x.tolist(), "log_evidence": finite_or_none(s.log_evidence)}
-                     for s in self.search.steps],
-        }
-
-
-def _evidence_terms(evidence: Evidence | OneVsRestEvidence) -> dict:
-    """ln Q(D) and ln N(D) for a JSON record; per class (the one shared ln N(D) once) for k one-vs-rest problems."""
-    if isinstance(evidence, Evidence):
-        return {"log_naive_evidence": evidence.naive, "log_normalization": evidence.log_normalization}
-    return {"classes": evidence.classes.tolist(),
-            "log_naive_evidence": [problem.naive for problem in evidence.problems],
-            "log_evidence_per_class": [problem.total for problem in evidence.problems],
-            "log_normalization": evidence.problems[0].log_normalization}
-
-
-def hyperparameter_dict(C: float, kernel: Kernel) -> dict:
-    """C, amplitude, offset, C_k0, offset_ratio and the shape parameter (if any; per-feature length scales as a
-    float64 array) by name."""
-    amplitude, offset = float(kernel.amplitude), float(kernel.offset)
-    out = {"C": C, "amplitude": amplitude, "offset": offset, "C_k0": C * amplitude, "offset_ratio": offset / amplitude}
-    if kernel.shape_parameter is not None:
-        shape = np.asarray(getattr(kernel, kernel.shape_parameter), dtype=np.float64)
-        out[kernel.shape_parameter] = shape if is_ard(kernel) else float(shape)
-    return out
-
-
-@float64
-def select_by_search(data: TrainingData, template: Kernel, *, space: SearchSpace, starts: np.ndarray,
-                     options: SearchOptions = SearchOptions(), prior: FullPrior | InducingPrior = FullPrior(),
-                     random_state: int = 0, progress=None) -> SearchSelection:
-    """Search, then re-evaluate the end points best first until one passes the tests of :mod:`bayesvm.selection.trust`.
-
-    data: the validated training data (:func:`bayesvm._validation.training_data`). Two classes are one binary
-    problem; k >= 3 classes are k one-vs-rest problems that share the hyperparameters, chosen by their summed
-    evidence (:func:`maximize_evidence`; theory: "More than two classes"). Where an end point's fresh ln N(D) is
-    itself trusted (its runs agree, EP converged) but contradicts the search's, the search's path was off there:
-    up to ``options.refinements`` times the path is re-anchored at that point with the check's budget and the
-    search climbs again from it (:meth:`EvidenceAscent.refine`), and its new end point joins the candidates. If
-    none passes, the best is returned with warnings that say which test failed.
-    """
-    starts = np.atleast_2d(starts)
-    ascent = EvidenceAscent(data.X, data.Y, template, space=space, options=options, prior=prior,
-                            random_state=random_state, progress=progress, n_starts=len(starts))
-    for start in starts:
-        ascent.climb(start)
-    for i, message in enumerate(ascent.messages):
-        if message.startswith("skipped"):
-            warnings.warn(f"start {i} of the search was {message}; the answer comes from the other starts",
-                          RuntimeWarning, stacklevel=3)
-    fresh: dict[bytes, tuple] = {}  # end point -> (C, kernel, the evidence there by the reference estimators)
-    refined_at: set[bytes] = set()
-    check_seconds = 0.0
-    while True:
-        search = ascent.result()
-        candidates = [s for s in search.ranked() if np.isfinite(s.log_evidence)]
-        if not candidates:
-            raise RuntimeError(
-                "the evidence could not be evaluated at any start or at the candidates screened around them (EP did "
-                "not converge with any of its fallbacks, tempered SMC's runs for ln N(D) disagreed, or the amplitude "
-                "is beyond what float64 resolves): " + "; ".join(search.messages) + ". Fix some hyperparameters or "
-                "move the bounds towards a smaller amplitude and a longer length scale"
-            )
-        checked, refine_at = [], None
-        for step in candidates:
-            point = step.x.tobytes()
-            if point in fresh:  # checked before: the same fresh evidence, tested against this end's path value
-                C, kernel, evidence = fresh[point]
-                report = trust_report(evidence, step.log_normalization)
-            else:
-                started = time.perf_counter()
-                C, kernel = search.hyperparameters(step)
-                evidence, report = check_point(data, C, kernel, step.log_normalization, random_state=random_state,
-                                               **prior.evidence_options)
-                fresh[point] = (C, kernel, evidence)
-                check_seconds += time.perf_counter() - started
-            checked.append((step, C, kernel, evidence, report))
-            if report.trusted:
-                break
-            if _refinable(report) and point not in refined_at and len(refined_at) < options.refinements:
-                refine_at = step
-                break
-        if refine_at is None:
-            break
-        refined_at.add(refine_at.x.tobytes())
-        ascent.refine(refine_at.x, NORMALIZATION_TOLERANCE)
-    step, C, kernel, evidence, report = checked[-1] if checked[-1][4].trusted else checked[0]
-    if not report.trusted:
-        warn_untrusted(report, C, float(kernel.amplitude))
-    else:
-        _warn_unverified_higher(checked, evidence)
-    return SearchSelection(
-        kernel_name=template.name, shape_name=template.shape_parameter, best=hyperparameter_dict(C, kernel),
-        best_value=float(evidence.total), best_se=float(evidence.total_se), best_kernel=kernel, evidence=evidence,
-        report=report, search=search, seconds={"search": search.seconds, "check": check_seconds},
-    )
-
-
-def _refinable(report: TrustReport) -> bool:
-    """A fresh ln N(D) that is itself trusted (agreeing runs, EP converged) contradicts the search's path there."""
-    return report.runs_agree and report.naive_converged and not report.normalization_agrees

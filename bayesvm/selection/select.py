@@ -30,7 +30,8 @@ from ..hyperparameters import SearchSpace
 from ..kernels import Kernel, is_ard
 from ..evidence.laplace import DETERMINANTS
 from ..normalization.draws import normalization_inputs
-from .search import SearchSelection, default_starts, select_by_search
+from .search import default_starts
+from .search_selection import SearchSelection, select_by_search
 from .search_priors import prior_for
 from .surface import EvidenceSurface
 
@@ -100,7 +101,7 @@ def select_hyperparameters(
         per feature (e.g. ``RBF(length_scale=np.ones(d))``) selects one length
         scale per feature (ARD; ``method="search"`` only).
     method : ``"search"`` (default: maximise ln P(D) by quasi-Newton ascent
-        with exact gradients; returns a :class:`~bayesvm.selection.search.SearchSelection`),
+        with exact gradients; returns a :class:`~bayesvm.selection.search_selection.SearchSelection`),
         ``"grid"`` (maximise ln P(D) over the grid; returns an
         :class:`~bayesvm.selection.surface.EvidenceSurface`, for surfaces and heat maps)
         or ``"cv"`` (minimise the stratified ``cv``-fold error rate over
