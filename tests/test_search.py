@@ -23,7 +23,7 @@ from bayesvm.evidence.ep_gradient import ep_naive_evidence_and_gradient, zero_si
 from bayesvm.hyperparameters import SearchSpace, coordinates_of, kernel_hyperparameters_at, pairwise_distances
 from bayesvm.kernels import RBF, Polynomial
 from bayesvm.normalization.path import NormalizationPath
-from bayesvm.selection.search import SearchOptions, _describe, default_starts, screen_candidates
+from bayesvm.selection.search import SearchOptions, SearchStep, _describe, climb_end, default_starts, screen_candidates
 from bayesvm.selection.search_selection import select_by_search
 
 
@@ -309,6 +309,22 @@ def test_the_screen_moves_a_start_that_cannot_be_evaluated_and_says_so():
     assert not np.isfinite(first.log_evidence) and np.allclose(first.x, start)
     assert "start moved to" in selection.search.messages[0]
     assert np.isfinite(selection.best_value)
+
+
+def test_a_climb_that_gains_less_than_the_resolution_ends_where_it_started():
+    """A climb's end is its best point only where it rose above its start by more than the evidence resolves; a
+    start that could not be evaluated never counts."""
+    def climb(*values):
+        return [SearchStep(start=0, x=np.full(4, float(i)), log_evidence=v, log_normalization=0.0, log_naive=v,
+                           log_normalization_se=0.1, ess=100.0, ep_sweeps=1, factorizations=1, anchored=False,
+                           seconds=0.0) for i, v in enumerate(values)]
+
+    flat = climb(-10.0, -9.95, -9.9)
+    assert climb_end(flat, resolution=0.13) is flat[0]
+    rising = climb(-10.0, -9.5, -9.8)
+    assert climb_end(rising, resolution=0.13) is rising[1]
+    moved = climb(-np.inf, -9.0, -8.95)
+    assert climb_end(moved, resolution=0.13) is moved[2]
 
 
 def test_screen_candidates_stay_in_the_box_and_keep_fixed_coordinates():

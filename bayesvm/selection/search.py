@@ -396,11 +396,19 @@ class EvidenceAscent:
 
     def result(self) -> SearchResult:
         steps = self.objective.steps
-        ends = [max((s for s in steps if s.start == i), key=lambda s: s.log_evidence)
-                for i in range(len(self.messages))]
+        ends = [climb_end([s for s in steps if s.start == i], self.resolution) for i in range(len(self.messages))]
         return SearchResult(ends=tuple(ends), messages=tuple(self.messages), steps=tuple(steps),
                             n_anchors=self.path.n_anchors, seconds=self.seconds,
                             template=self.template)
+
+
+def climb_end(steps: list[SearchStep], resolution: float) -> SearchStep:
+    """A climb's end point: its best evaluation, or its first (the point it started from) where the climb raised
+    ln P(D) by no more than ``resolution`` nats, a gain the evidence does not resolve (as the stall rule of
+    :class:`_Stall`). After a refinement the climb starts at a point whose fresh evidence is already known, so a
+    climb that gains nothing resolvable needs no second fresh estimate."""
+    best = max(steps, key=lambda s: s.log_evidence)
+    return steps[0] if best.log_evidence - steps[0].log_evidence <= resolution else best
 
 
 class _Stall:
