@@ -408,7 +408,7 @@ def _anchors_lying_low(monkeypatch, n: int, offset: float = -3.0) -> None:
 def test_a_search_misled_by_anchors_that_lie_low_is_refined_until_its_checks_pass(monkeypatch):
     """Anchors of the search's budget that agree while lying low (simulated: 3 nats low wherever they take fewer
     slice moves than the check) make the check at the answer fail (the search's ln N(D) and a
-    fresh one disagree). With refinements the path is re-anchored at that point with the check's budget, the
+    fresh one disagree). With refinements the path is re-anchored at that point with the check's moves, the
     search climbs again, and the answer passes its checks with the evidence of a search that was never misled."""
     X, y = _subsample("breast_cancer", 60, seed=2)
     honest = _search(X, y, SearchOptions(max_iter=5))
@@ -425,7 +425,7 @@ def test_a_search_misled_by_anchors_that_lie_low_is_refined_until_its_checks_pas
 
 def test_where_the_refined_climb_cannot_move_its_end_is_judged_by_the_one_fresh_check_already_made(monkeypatch):
     """With every coordinate fixed the climb after a refinement ends where it began: the point's fresh evidence,
-    computed once, is tested again against the refined path's ln N(D) (an independent, check-sized estimate),
+    computed once, is tested again against the refined path's ln N(D) (an independent estimate with the check's moves),
     and passes, without a second fresh estimate."""
     import bayesvm.selection.search_selection as search_module
 

@@ -383,18 +383,19 @@ class EvidenceAscent:
         self.seconds += time.perf_counter() - started
 
     def refine(self, x: np.ndarray, tolerance: float) -> None:
-        """Re-anchor the path at x with the check's budget (:meth:`~bayesvm.normalization.path.ReweightedPath.refine`,
-        which drops the anchors it contradicts by more than ``tolerance`` nats), give the path's later anchors the
-        check's slice moves (not its particles: the moves remove the bias that misled the path; a fit at 400 pima rows
-        took 144 s instead of 161 s with the same answer), and climb again from x (theory: "Hyperparameter
-        selection")."""
+        """Re-anchor the path at x (:meth:`~bayesvm.normalization.path.ReweightedPath.refine`, which drops the anchors
+        it contradicts by more than ``tolerance`` nats) and climb again from x (theory: "Hyperparameter selection").
+
+        From here on the path's anchors take the check's slice moves per temperature
+        (:func:`~bayesvm.normalization.annealing.default_moves`): runs with too few moves agree while missing the
+        same mass, which is what misled the path. The new anchor at x also has the check's particles (x is where
+        the maximum seemed to be, often where runs are hard to make agree) but the path's precision target, not
+        the check's; later anchors keep the search's particles. Its value at x is independent of the fresh check.
+        """
         started = time.perf_counter()
-        n = int(self.objective.X.shape[0])
-        check = {"max_se": target_standard_error(n), "n_mcmc_steps": default_moves(n)}  # the check's budget
-        self.path.refine(x, check, tolerance)
-        # later anchors keep the search's particles and precision target, and take the check's moves (the moves' bias
-        # is what misled the path)
-        self.path.annealing = {**self.path.annealing, "n_mcmc_steps": check["n_mcmc_steps"]}
+        moves = default_moves(int(self.objective.X.shape[0]))
+        self.path.refine(x, {"n_mcmc_steps": moves, "max_se": self.path.annealing.get("max_se", np.inf)}, tolerance)
+        self.path.annealing = {**self.path.annealing, "n_mcmc_steps": moves}
         self.seconds += time.perf_counter() - started
         self.climb(x, note=f"{_REFINED} {_describe(x)}: ")
 

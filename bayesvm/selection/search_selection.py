@@ -6,7 +6,7 @@ points, best first, with :func:`bayesvm.log_evidence`'s defaults (EP at full
 tolerance, a fresh tempered-SMC ln N(D) with the full budget) and returns the
 first that passes the tests of :mod:`bayesvm.selection.trust`. Where an end
 point's fresh ln N(D) is itself trusted but contradicts the search's, the
-path is re-anchored there with the check's budget and the search climbs
+path is re-anchored there with the check's slice moves and the search climbs
 again (theory: "Hyperparameter selection"). :class:`SearchSelection` is the
 result.
 """
@@ -131,7 +131,7 @@ def select_by_search(data: TrainingData, template: Kernel, *, space: SearchSpace
     evidence (:func:`~bayesvm.selection.search.maximize_evidence`; theory: "More than two classes"). Where an end
     point's fresh ln N(D) is itself trusted (its runs agree, EP converged) but contradicts the search's, the
     search's path was off there: up to ``options.refinements`` times the path is re-anchored at that point with the
-    check's budget and the search climbs again from it (:meth:`~bayesvm.selection.search.EvidenceAscent.refine`),
+    check's slice moves and the search climbs again from it (:meth:`~bayesvm.selection.search.EvidenceAscent.refine`),
     and its new end point joins the candidates. If none passes, the best is returned with warnings that say which
     test failed.
     """
