@@ -87,7 +87,7 @@ def reference(kernel, C, X, seeds, particles, runs, tolerance):
     moves = 4 * default_moves(X.shape[0])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        results = [annealed_log_normalization(kernel, C, X.shape[0], X, route="product", key=seeds[0],
+        results = [annealed_log_normalization(kernel, C, X.shape[0], X, route="product", chol=chol, key=seeds[0],
                                               n_particles=particles, n_runs=runs, n_mcmc_steps=moves),
                    annealed_from_ep(chol, C, key=seeds[1], n_particles=particles, n_runs=runs, n_mcmc_steps=moves,
                                     ladder=(1,))[0]]

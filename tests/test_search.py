@@ -442,11 +442,11 @@ def test_after_a_refinement_the_anchors_take_the_checks_moves_and_the_new_one_it
         return annealed
 
     monkeypatch.setattr(FullPathPrior, "anneal", recorded)
-    space = SearchSpace.default(X, template)
-    y_pm = np.where(y == np.max(y), 1.0, -1.0)
+    space, data = SearchSpace.default(X, template), training_data(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        ascent = EvidenceAscent.from_starts(X, y_pm, template, space=space, starts=default_starts(space, X, template)[:1],
+        ascent = EvidenceAscent.from_starts(data.X, data.Y, template, space=space,
+                                            starts=default_starts(space, X, template)[:1],
                                             options=SearchOptions(max_iter=2, refinements=1))
         searched = len(ran)
         end = ascent.result().ends[0].x
