@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import warnings
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -315,6 +316,43 @@ def test_the_budget_also_grows_towards_a_target_standard_error():
         tight = annealed_until_runs_agree(chol, product_route_log_likelihood, max_se=1e-9, **kwargs)
     assert tight.n_runs == 16 and tight.se > 1e-9
     np.testing.assert_array_equal(tight.log_z_runs[:8], loose.log_z_runs)
+
+
+def _rounds_made(monkeypatch) -> list[tuple[int, int]]:
+    """(particles, moves) of every round annealed_until_runs_agree makes from now on, in order."""
+    from bayesvm.normalization import annealing
+
+    made, plain = [], annealing.annealed_log_expectation
+
+    def recorded(*args, **kwargs):
+        made.append((kwargs["n_particles"], kwargs["n_mcmc_steps"]))
+        return plain(*args, **kwargs)
+
+    monkeypatch.setattr(annealing, "annealed_log_expectation", recorded)
+    return made
+
+
+def test_a_repeat_that_cannot_reach_the_target_is_skipped_for_the_larger_budget(monkeypatch):
+    chol, c = _hard_product_route()
+    kwargs = dict(args=(c,), key=0, n_particles=32, n_runs=8, n_mcmc_steps=1)
+    first = annealed_log_expectation(chol, product_route_log_likelihood, **kwargs)
+    ladder = (Budget(1, 1), Budget(1, 1), Budget(1, 2))
+    made = _rounds_made(monkeypatch)
+    # pooling a repeat leaves the error above about first.se / 2: a target below that skips the repeat
+    skipped = annealed_until_runs_agree(chol, product_route_log_likelihood, ladder=ladder, max_se=0.4 * first.se,
+                                        **kwargs)
+    assert made == [(32, 1), (32, 2)]
+    assert (skipped.n_runs, skipped.n_mcmc_steps) == (8, 2)  # the larger round alone, made with its own key
+    larger = annealed_log_expectation(chol, product_route_log_likelihood, **{**kwargs, "n_mcmc_steps": 2,
+                                      "key": jax.random.fold_in(jax.random.PRNGKey(0), 2)})
+    np.testing.assert_array_equal(skipped.log_z_runs, larger.log_z_runs)
+    made.clear()
+    annealed_until_runs_agree(chol, product_route_log_likelihood, ladder=ladder, max_se=0.6 * first.se, **kwargs)
+    assert made[:2] == [(32, 1), (32, 1)]  # a target the pooled error can reach: the repeat is made
+    made.clear()
+    annealed_until_runs_agree(chol, product_route_log_likelihood, ladder=ladder[:2], max_se=0.4 * first.se,
+                              **kwargs)
+    assert made == [(32, 1), (32, 1)]  # a repeat at the cap is made: there only the runs' agreement counts
 
 
 @pytest.mark.slow
