@@ -60,47 +60,74 @@ def _systematic_resample(key: Array, log_weights: Array) -> Array:
     return jnp.minimum(jax.vmap(jnp.searchsorted)(cdf, u), n - 1)
 
 
+#: a slice move's shrinkage loop runs over all R N particles until at most the first of these shares of them is left
+#: unaccepted, then over those alone (gathered) until at most the second share is left, then over those until every
+#: one is accepted. At 400 pima rows (16 runs of 128 particles, 32 moves per temperature) one ln N(D) took 13.7 s
+#: in lockstep, 10.3 s with one smaller buffer, 9.9 s with these two and with four (down to 8 particles), whose
+#: extra loops cost compilation: each is a copy of the likelihood's program
+STRAGGLER_SHARES = (1 / 4, 1 / 16)
+
+
 def _elliptical_slice(key, theta, ll, beta, chol, loglik, max_shrinks: int):
     """One elliptical slice move (Murray, Adams & MacKay 2010) of every particle.
 
     Target N(theta; 0, chol chol^T) exp(beta L(theta)); theta has shape (R, N, M),
-    ll = L(theta) shape (R, N), beta shape (R,). The ellipse
+    ll = L(theta) shape (R, N), beta shape (R,); ``loglik`` maps (P, M) to (P,). The ellipse
     theta cos(phi) + nu sin(phi), nu = chol w, keeps the prior invariant; the
     bracket on phi shrinks towards 0 until beta L exceeds the slice level.
     After ``max_shrinks`` shrinkages without acceptance the particle stays put:
     the shrinkage sequence from x to x' and back has the same length, so the
-    truncated kernel is still reversible. Returns the new theta, ll and the
-    number of likelihood evaluations per particle.
+    truncated kernel is still reversible. Returns the new theta, ll, the
+    number of likelihood evaluations per particle and whether it moved.
+
+    Every particle draws its uniforms (slice level, first angle, one per shrinkage) up front, so its path does
+    not depend on the others, and the moves are exactly those of a loop over all of them in lockstep. That loop
+    would run until the slowest is accepted (at 400 pima rows 5.6 evaluations per move on average, but 14, the
+    cap, nearly every time); here the particles still unaccepted are gathered into smaller buffers as they
+    become few (:data:`STRAGGLER_SHARES`).
     """
+    R, N, M = theta.shape
     k_nu, k_u = jax.random.split(key)
-    nu = jax.random.normal(k_nu, theta.shape, theta.dtype) @ chol.T
+    nu = (jax.random.normal(k_nu, theta.shape, theta.dtype) @ chol.T).reshape(R * N, M)
     # uniforms for the slice level, the first angle and every shrinkage, in one draw
-    u = jax.random.uniform(k_u, (max_shrinks + 2, *ll.shape), ll.dtype)
-    level = beta[:, None] * ll + jnp.log(u[0])
+    u = jax.random.uniform(k_u, (max_shrinks + 2, R * N), ll.dtype)
+    theta, ll, beta = theta.reshape(R * N, M), ll.reshape(R * N), jnp.repeat(beta, N)
+    level = beta * ll + jnp.log(u[0])
     phi = 2.0 * jnp.pi * u[1]
 
-    def unfinished(c):
-        return (c[0] <= max_shrinks) & ~jnp.all(c[3])
-
-    def propose(c):
+    def propose(fixed, c):
         # evaluate the angle phi, accept it or shrink the bracket towards 0 and redraw
+        theta, nu, beta, level, u = fixed
         i, new, new_ll, done, phi, lo, hi, evals = c
-        cand = theta * jnp.cos(phi)[..., None] + nu * jnp.sin(phi)[..., None]
+        cand = theta * jnp.cos(phi)[:, None] + nu * jnp.sin(phi)[:, None]
         cand_ll = loglik(cand)
-        accept = ~done & (beta[:, None] * cand_ll > level)
-        new = jnp.where(accept[..., None], cand, new)
+        accept = ~done & (beta * cand_ll > level)
+        new = jnp.where(accept[:, None], cand, new)
         new_ll = jnp.where(accept, cand_ll, new_ll)
         evals = evals + ~done
         done = done | accept
         lo = jnp.where(phi < 0, phi, lo)
         hi = jnp.where(phi > 0, phi, hi)
-        phi = jnp.where(done, phi, lo + (hi - lo) * u[jnp.minimum(i + 2, max_shrinks + 1)])
+        phi = jnp.where(done, phi, lo + (hi - lo) * u[:, jnp.minimum(i + 2, max_shrinks + 1)])
         return i + 1, new, new_ll, done, phi, lo, hi, evals
 
-    not_yet = jnp.zeros(ll.shape, bool)
-    carry = (0, theta, ll, not_yet, phi, phi - 2.0 * jnp.pi, phi, jnp.zeros_like(ll))
-    _, new, new_ll, done, _, _, _, evals = jax.lax.while_loop(unfinished, propose, carry)
-    return new, new_ll, evals, done
+    def shrink(fixed, carry, buffers: tuple[int, ...]):
+        # shrink until at most buffers[0] particles are left unaccepted, then those alone in the next buffers
+        if not buffers:
+            return jax.lax.while_loop(lambda c: (c[0] <= max_shrinks) & ~jnp.all(c[3]),
+                                      functools.partial(propose, fixed), carry)
+        carry = jax.lax.while_loop(lambda c: (c[0] <= max_shrinks) & (jnp.sum(~c[3]) > buffers[0]),
+                                   functools.partial(propose, fixed), carry)
+        idx = jnp.argsort(carry[3], stable=True)[: buffers[0]]  # those not yet accepted first
+        fixed_left, carry_left = jax.tree.map(lambda a: a[idx], (fixed, carry[1:]))
+        left = shrink(fixed_left, (carry[0], *carry_left), buffers[1:])
+        return (left[0], *jax.tree.map(lambda a, b: a.at[idx].set(b), carry[1:], left[1:]))
+
+    fixed = (theta, nu, beta, level, u.T)
+    carry = (0, theta, ll, jnp.zeros(ll.shape, bool), phi, phi - 2.0 * jnp.pi, phi, jnp.zeros_like(ll))
+    buffers = tuple(sorted({int(R * N * share) for share in STRAGGLER_SHARES} - {0}, reverse=True))
+    _, new, new_ll, done, _, _, _, evals = shrink(fixed, carry, buffers)
+    return new.reshape(R, N, M), new_ll.reshape(R, N), evals.reshape(R, N), done.reshape(R, N)
 
 
 class _SMCState(NamedTuple):
@@ -172,12 +199,13 @@ def smc_runs(
     Returns ln Z per run, the diagnostics and the final particles (R, N, M).
     """
     R, N, M = n_runs, n_particles, chol.shape[0]
-    loglik = jax.vmap(jax.vmap(lambda theta: log_likelihood(theta, *args)))
+    loglik = jax.vmap(lambda theta: log_likelihood(theta, *args))
     init_key, loop_key = jax.random.split(key)
     theta = jax.random.normal(init_key, (R, N, M), chol.dtype) @ chol.T
     schedule = jnp.full((R, max_temperatures + 1), jnp.nan, chol.dtype).at[:, 0].set(0.0)
     zeros = jnp.zeros(R, chol.dtype)
-    state = _SMCState(0, theta, loglik(theta), zeros, zeros, schedule, jnp.ones(R), zeros, zeros, zeros)
+    ll = loglik(theta.reshape(R * N, M)).reshape(R, N)
+    state = _SMCState(0, theta, ll, zeros, zeros, schedule, jnp.ones(R), zeros, zeros, zeros)
 
     def unfinished(c: _SMCState):
         return jnp.any(c.beta < 1.0) & (c.t < max_temperatures)
