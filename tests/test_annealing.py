@@ -28,6 +28,7 @@ from bayesvm.normalization.annealing import (
     prior_factor,
     product_route_log_likelihood,
 )
+from bayesvm._precision import float64_scope
 from bayesvm.kernels import RBF
 from bayesvm.normalization.ep_started import annealed_from_ep
 
@@ -446,3 +447,59 @@ def test_the_ep_start_is_a_fallback_that_keeps_the_higher_value(monkeypatch, pri
     routed = ep_started.annealed_with_ep_fallback(np.eye(3), 1.0)
     assert routed.route == route and bool(routed.result.runs_agree) == trusted
     assert calls == (["prior"] if prior_agree else ["prior", "ep"])
+
+
+def _slice_moves_one_by_one(theta, ll, beta, nu, u, log_likelihood, max_shrinks):
+    """Elliptical slice sampling (Murray, Adams & MacKay 2010, Fig. 2) written out particle by particle in numpy,
+    from given directions nu (P, M) and uniforms u (max_shrinks + 2, P): slice level, first angle, one per
+    shrinkage. Returns the new particles, their log-likelihoods, evaluations and whether each moved."""
+    new, new_ll = theta.copy(), ll.copy()
+    evals, moved = np.zeros(len(ll)), np.zeros(len(ll), bool)
+    for p in range(len(ll)):
+        level = beta[p] * ll[p] + np.log(u[0, p])
+        phi = 2.0 * np.pi * u[1, p]
+        lo, hi = phi - 2.0 * np.pi, phi
+        for i in range(max_shrinks + 1):
+            cand = theta[p] * np.cos(phi) + nu[p] * np.sin(phi)
+            evals[p] += 1
+            if beta[p] * log_likelihood(cand) > level:
+                new[p], new_ll[p], moved[p] = cand, log_likelihood(cand), True
+                break
+            lo, hi = (phi, hi) if phi < 0 else (lo, phi)
+            phi = lo + (hi - lo) * u[min(i + 2, max_shrinks + 1), p]
+    return new, new_ll, evals, moved
+
+
+def test_slice_moves_gathered_into_smaller_buffers_are_those_of_each_particle_alone():
+    """smc's move of R x N particles, whose shrinkage loop gathers the particles still unaccepted into smaller
+    buffers, against the same move made particle by particle (a narrow likelihood: many shrinkages, some
+    particles left in place at the cap)."""
+    from bayesvm.normalization import smc
+
+    R, N, M, max_shrinks = 4, 32, 3, 14
+    rng = np.random.default_rng(0)
+    chol = np.linalg.cholesky(np.eye(M) + 0.5)
+
+    def log_likelihood(t):
+        return -0.5 * np.sum((t - 1.0) ** 2) / 0.03
+
+    theta = 1.0 + 0.1 * rng.normal(size=(R, N, M))  # near the likelihood's peak: narrow slices
+    ll = np.array([[log_likelihood(t) for t in run] for run in theta])
+    beta = np.array([0.2, 0.5, 1.0, 1.0])
+    key = jax.random.PRNGKey(3)
+    with float64_scope():
+        new, new_ll, evals, moved = smc._elliptical_slice(
+            key, jnp.asarray(theta), jnp.asarray(ll), jnp.asarray(beta), jnp.asarray(chol),
+            jax.vmap(lambda t: -0.5 * jnp.sum((t - 1.0) ** 2) / 0.03), max_shrinks)
+        # the same draws the move makes: one direction per particle, then the uniforms
+        k_nu, k_u = jax.random.split(key)
+        nu = np.asarray(jax.random.normal(k_nu, theta.shape, jnp.float64)).reshape(R * N, M) @ chol.T
+        u = np.asarray(jax.random.uniform(k_u, (max_shrinks + 2, R * N), jnp.float64))
+    expected = _slice_moves_one_by_one(theta.reshape(R * N, M), ll.reshape(-1), np.repeat(beta, N), nu, u,
+                                       log_likelihood, max_shrinks)
+    left = [int(np.sum(expected[2] > k)) for k in range(max_shrinks + 2)]  # particles still shrinking after k
+    assert left[8] <= R * N // 4 and 0 < left[12] <= R * N // 16 and np.sum(~expected[3]) > 0
+    np.testing.assert_allclose(np.asarray(new).reshape(R * N, M), expected[0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(new_ll).reshape(-1), expected[1], rtol=1e-10)
+    np.testing.assert_array_equal(np.asarray(evals).reshape(-1), expected[2])
+    np.testing.assert_array_equal(np.asarray(moved).reshape(-1), expected[3])
