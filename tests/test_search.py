@@ -388,6 +388,34 @@ def test_refining_the_path_drops_the_anchor_a_fresh_estimate_contradicts_and_kee
         assert abs(estimate.value - reference.value) <= max(1.0, 3 * np.hypot(estimate.se, reference.se))
 
 
+def test_a_refinement_whose_own_runs_disagree_leaves_the_path_as_it_was(monkeypatch):
+    """A new anchor whose runs disagree is likely low itself: it must neither drop the anchors it seems to
+    contradict nor join the path (where its point would read as unresolvable)."""
+    from bayesvm.normalization.annealing import shift
+    from bayesvm.normalization.path import Annealed, FullPathPrior
+
+    X, _ = _subsample("breast_cancer", 60)
+    x0, x1 = np.log([1.0, 10.0, 1.0, 5.0]), np.log([1.1, 11.0, 1.0, 5.2])
+    real = FullPathPrior.anneal
+    with float64_scope(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        path = NormalizationPath(jnp.asarray(X), RBF(), key=0)
+        assert path.estimate(x0).anchored
+        before = path.estimate(x1)
+
+        def disagreeing(self, x, key, annealing):  # runs that disagree, 10 nats below the path
+            annealed = real(self, x, key, annealing)
+            result = dataclasses.replace(shift(annealed.result, -10.0), ess=1.0)
+            return Annealed(result, annealed.z, annealed.aux)
+
+        monkeypatch.setattr(FullPathPrior, "anneal", disagreeing)
+        anchors = list(path.anchors)
+        refined = path.refine(x1, {"max_se": target_standard_error(60)}, tolerance=1.0)
+        assert not refined.runs_agree and refined.value < before.value - 5.0
+        assert path.anchors == anchors and path.n_refinements == 1 and path.n_anchors == 2
+        assert path.estimate(x1).value == before.value
+
+
 def _anchors_lying_low(monkeypatch, n: int, offset: float = -3.0) -> None:
     """Make every anchor with fewer slice moves than the check's agree ``offset`` nats off (runs that have not mixed
     at each temperature agree while missing the same mass)."""

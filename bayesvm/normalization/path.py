@@ -316,13 +316,17 @@ class ReweightedPath:
         budget can all miss the same mass and lie low, and a search then climbs towards where they do. An anchor
         contradicts the new one when its particles serve x (:meth:`estimate`'s rules) and its estimate there
         differs from the new value by more than ``tolerance`` nats and three combined standard errors; anchors
-        that do not serve x are kept. Returns the estimate at x from the new anchor (not resolved: nothing changes).
+        that do not serve x are kept. Returns the estimate at x from the new anchor. Where the new anchor is not
+        resolved, or its own runs disagree (its value is then likely low itself, so it can show nothing wrong with
+        the others), the path is left as it was.
         """
         x = np.asarray(x, dtype=np.float64)
         self.n_refinements += 1
         new = self._annealed_anchor(x, jax.random.fold_in(as_key(self.key), self.n_refinements), annealing)
         if new is None:
             return _unresolved(x)
+        if not new.runs_agree:
+            return self._at_own_anchor(new)
         kept = []
         for anchor in self.anchors:
             reweighted = self._served(anchor, x)
