@@ -507,7 +507,7 @@ def _next_round(budgets: tuple[Budget, ...], index: int, pooled_rounds: int, se:
     stays above about ``se`` k / (k + r) however closely the new runs agree (unless their mean lies far above
     the first rounds', which then did not hold the estimate anyway). Where even that bound misses
     ``max_se`` and a larger budget follows, the repeats are skipped for it (at 400 pima rows the check's first
-    round reached 0.39 nats against a target of 0.13: its repeat cost 3.5 s of a 22 s estimate and was always
+    round reached 0.39 nats against a target of 0.13: its repeat cost 3.5 s of a 25 s estimate and was always
     followed by the larger round; documentation: normalisation, "Repeats that cannot reach the target").
     A repeat that is the ladder's last round is kept: past the cap only the runs' agreement counts.
     """
