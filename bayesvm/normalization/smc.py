@@ -63,9 +63,10 @@ def _systematic_resample(key: Array, log_weights: Array) -> Array:
 #: a slice move's shrinkage loop runs over all R N particles until at most the first of these shares of them is left
 #: unaccepted, then over those alone (gathered) until at most the second share is left, then over those until every
 #: one is accepted. At 400 pima rows (16 runs of 128 particles, 32 moves per temperature) one ln N(D) took 13.7 s
-#: in lockstep, 10.3-10.5 s with one smaller buffer, 9.9-10.1 s with these two, 9.9 s with four (down to 8 particles),
-#: whose extra loops cost compilation: each is a copy of the likelihood's program
-STRAGGLER_SHARES = (1 / 4, 1 / 16)
+#: in lockstep, 10.3-10.5 s with one smaller buffer (a quarter), 9.9-10.1 s with a quarter and a sixteenth, 9.0-9.3 s
+#: with a half and a sixth to a tenth (or two thirds and a fifth), 9.1 s with three; each buffer's loop is another
+#: copy of the likelihood's program to compile
+STRAGGLER_SHARES = (1 / 2, 1 / 8)
 
 
 def _elliptical_slice(key, theta, ll, beta, chol, loglik, max_shrinks: int):
