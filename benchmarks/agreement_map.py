@@ -40,7 +40,8 @@ from scipy.stats import qmc
 from sklearn.model_selection import train_test_split
 
 from bayesvm import log_normalization
-from bayesvm.normalization.annealing import annealed_log_normalization, default_moves, prior_factor
+from bayesvm.normalization.annealing import annealed_log_normalization, prior_factor
+from bayesvm.normalization.budget import default_moves
 from bayesvm.normalization.ep_started import annealed_from_ep
 from bayesvm.datasets import load_dataset
 from bayesvm.hyperparameters import SearchSpace, kernel_hyperparameters_at, pairwise_distances
@@ -79,7 +80,7 @@ def design(space: SearchSpace, points: int, seed: int) -> np.ndarray:
 def reference(kernel, C, X, seeds, particles, runs, tolerance):
     """Two long runs by two routes from other seeds: from the prior and from EP's Gaussian
     (:func:`bayesvm.normalization.ep_started.annealed_from_ep`), each with four times the default's slice moves
-    per temperature (:func:`bayesvm.normalization.annealing.default_moves`; until 2026-11-26 the references used
+    per temperature (:func:`bayesvm.normalization.budget.default_moves`; until 2026-11-26 the references used
     the default's 5 moves, and runs that have not mixed can agree while all lying low). Their mean where both agree
     internally and with each other; else, since disagreeing runs are biased low, the higher value if its own runs
     agree; else None."""

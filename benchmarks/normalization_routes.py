@@ -37,8 +37,8 @@ from bayesvm import log_normalization
 from bayesvm._precision import float64_scope
 from bayesvm.datasets import load_synth
 from bayesvm.kernels import RBF
-from bayesvm.normalization.annealing import (annealed_until_runs_agree, prior_factor, product_route_log_likelihood,
-                                             target_standard_error)
+from bayesvm.normalization.annealing import prior_factor, product_route_log_likelihood
+from bayesvm.normalization.budget import annealed_until_runs_agree, target_standard_error
 from bayesvm.normalization.ep_started import annealed_from_ep
 
 RESULTS = Path(__file__).parent / "results" / "normalization_routes.json"

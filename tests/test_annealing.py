@@ -19,15 +19,14 @@ from scipy.special import logsumexp, roots_legendre
 from scipy.stats import multivariate_normal, norm
 
 from bayesvm.normalization.annealing import (
-    Budget,
     annealed_log_expectation,
     annealed_log_naive_evidence,
     annealed_log_normalization,
-    annealed_until_runs_agree,
     pooled,
     prior_factor,
     product_route_log_likelihood,
 )
+from bayesvm.normalization.budget import Budget, annealed_until_runs_agree
 from bayesvm._precision import float64_scope
 from bayesvm.kernels import RBF
 from bayesvm.normalization.ep_started import annealed_from_ep
@@ -321,15 +320,15 @@ def test_the_budget_also_grows_towards_a_target_standard_error():
 
 def _rounds_made(monkeypatch) -> list[tuple[int, int]]:
     """(particles, moves) of every round annealed_until_runs_agree makes from now on, in order."""
-    from bayesvm.normalization import annealing
+    from bayesvm.normalization import budget
 
-    made, plain = [], annealing.annealed_log_expectation
+    made, plain = [], budget.annealed_log_expectation
 
     def recorded(*args, **kwargs):
         made.append((kwargs["n_particles"], kwargs["n_mcmc_steps"]))
         return plain(*args, **kwargs)
 
-    monkeypatch.setattr(annealing, "annealed_log_expectation", recorded)
+    monkeypatch.setattr(budget, "annealed_log_expectation", recorded)
     return made
 
 

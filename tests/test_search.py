@@ -17,7 +17,8 @@ import bayesvm
 from bayesvm._precision import float64_scope
 from bayesvm._validation import training_data
 from bayesvm.evidence.approximations import AnnealedNormalization
-from bayesvm.normalization.annealing import annealed_log_normalization, target_standard_error
+from bayesvm.normalization.annealing import annealed_log_normalization
+from bayesvm.normalization.budget import target_standard_error
 from bayesvm.datasets import load_dataset
 from bayesvm.evidence.ep_gradient import ep_naive_evidence_and_gradient, zero_sites
 from bayesvm.hyperparameters import SearchSpace, coordinates_of, kernel_hyperparameters_at, pairwise_distances
@@ -419,7 +420,8 @@ def test_a_refinement_whose_own_runs_disagree_leaves_the_path_as_it_was(monkeypa
 def _anchors_lying_low(monkeypatch, n: int, offset: float = -3.0) -> None:
     """Make every anchor with fewer slice moves than the check's agree ``offset`` nats off (runs that have not mixed
     at each temperature agree while missing the same mass)."""
-    from bayesvm.normalization.annealing import default_moves, shift
+    from bayesvm.normalization.annealing import shift
+    from bayesvm.normalization.budget import default_moves
     from bayesvm.normalization.path import Annealed, FullPathPrior
 
     real, moves = FullPathPrior.anneal, default_moves(n)
@@ -455,7 +457,7 @@ def test_after_a_refinement_the_anchors_take_the_checks_moves_and_the_new_one_it
     """What actually ran at each anchor: before a refinement the search's 64 particles per run and 3 moves per
     temperature (or a multiple on the ladder); the refinement's anchor the check's 128 particles and moves; later
     anchors the search's particles with the check's moves."""
-    from bayesvm.normalization.annealing import default_moves
+    from bayesvm.normalization.budget import default_moves
     from bayesvm.normalization.path import FullPathPrior
     from bayesvm.selection.search import EvidenceAscent
 

@@ -57,11 +57,10 @@ from ..normalization.annealing import (
     padded,
     annealed_log_expectation,
     annealed_log_naive_evidence,
-    default_moves,
     mean_route_log_likelihood,
     prior_factor,
-    target_standard_error,
 )
+from ..normalization.budget import default_moves, target_standard_error
 from .ep import EP_LOOPS, converged_ep, ep_log_z_batch
 from .ep_gradient import EPSites, NaiveEvidenceGradient, ep_naive_evidences_and_gradient
 from .ep_low_rank import low_rank_naive_evidences_and_gradient
@@ -275,10 +274,10 @@ class AnnealedNormalization:
     the prior is padded to :func:`bayesvm._linalg.problem_size` (n) so that
     nearby n share one compilation. ``options`` go to the sampler (its
     first budget, by default 16 runs of 128 particles with
-    :func:`bayesvm.normalization.annealing.default_moves` (n) slice moves per temperature, ``ladder`` and
-    ``max_se``, by default :func:`bayesvm.normalization.annealing.target_standard_error` (n)): the budget grows
+    :func:`bayesvm.normalization.budget.default_moves` (n) slice moves per temperature, ``ladder`` and
+    ``max_se``, by default :func:`bayesvm.normalization.budget.target_standard_error` (n)): the budget grows
     until the runs agree and the standard error reaches that target
-    (:func:`bayesvm.normalization.annealing.annealed_until_runs_agree`). Where the
+    (:func:`bayesvm.normalization.budget.annealed_until_runs_agree`). Where the
     runs still disagree at its cap, tempered SMC starts again from EP's Gaussian
     (:func:`bayesvm.normalization.ep_started.annealed_with_ep_fallback`;
     ``diagnostics["ep_started"]``); runs that disagree there too mark the cell
@@ -303,7 +302,7 @@ class AnnealedNormalization:
     def along_path(self, X, template: Kernel, inducing=None) -> ReweightedPath:
         """ln N(D) over the inputs X (n, d) with its gradient along a search path: tempered SMC at anchors
         (``options``: its budget there, by default ``ANCHOR_ANNEALING``, grown until the runs agree and the
-        standard error is at most twice :func:`bayesvm.normalization.annealing.target_standard_error` (n)) and
+        standard error is at most twice :func:`bayesvm.normalization.budget.target_standard_error` (n)) and
         their particles reweighted in between, on the full prior
         (:class:`bayesvm.normalization.path.NormalizationPath`) or, given ``inducing`` inputs, the low-rank one
         (:class:`bayesvm.normalization.low_rank.LowRankNormalizationPath`).

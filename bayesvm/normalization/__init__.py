@@ -3,6 +3,7 @@
 * :mod:`~bayesvm.normalization.smc`: the tempered sequential Monte Carlo core;
 * :mod:`~bayesvm.normalization.annealing`: annealed estimates of Gaussian-process integrals
   (ln N(D), and ln Q(D) as the sampled reference);
+* :mod:`~bayesvm.normalization.budget`: the budget that grows until the runs agree and reach a precision target;
 * :mod:`~bayesvm.normalization.draws`: plain prior sampling and the stand-in inputs;
 * :mod:`~bayesvm.normalization.path`: ln N(D) and its gradient along a search path, by
   reweighting tempered-SMC particles;

@@ -39,7 +39,8 @@ import jax
 import jax.numpy as jnp
 
 from .._precision import float64
-from .annealing import AnnealingResult, annealed_until_runs_agree, product_route_log_likelihood
+from .annealing import AnnealingResult, product_route_log_likelihood
+from .budget import annealed_until_runs_agree
 from ..evidence.ep_low_rank import WeightGaussian, nu_weight_gaussian
 from ..low_rank import LowRankPrior
 from ..model import log_nu
@@ -70,7 +71,7 @@ def annealed_from_ep(chol, C: float, mask=None, *, key=0, **options) -> tuple[An
 
     chol: the prior's square-root factor (M, M), padded or not; mask: 0/1 per latent, 1 for the training
     points (default all), the padding's independent N(0, 1) latents out of the product and flat in EP.
-    ``options`` go to :func:`bayesvm.normalization.annealing.annealed_until_runs_agree` (its budget grows until
+    ``options`` go to :func:`bayesvm.normalization.budget.annealed_until_runs_agree` (its budget grows until
     the runs agree); the particles (``keep_particles``) are z, w = mean + z scale^T with the returned Gaussian.
     """
     chol = jnp.asarray(chol, dtype=jnp.float64)

@@ -57,7 +57,8 @@ import numpy as np
 
 from .._precision import float64
 from .._validation import check_positive
-from .annealing import AnnealingResult, annealed_until_runs_agree
+from .annealing import AnnealingResult
+from .budget import annealed_until_runs_agree
 from .ep_started import reference_log_ratio
 from ..hyperparameters import MARGIN_RESOLUTION, kernel_at, penalty_at
 from ..kernels import Kernel
@@ -137,7 +138,7 @@ def annealed_log_normalization_low_rank(prior: LowRankPrior, C: float, *, key=0,
     approximation of the weights' distribution
     (:func:`bayesvm.evidence.ep_low_rank.nu_weight_gaussian`), else from the prior
     N(0, I) (module docstring). ``options`` go to
-    :func:`bayesvm.normalization.annealing.annealed_until_runs_agree` (its budget grows until the runs agree); with ``keep_particles``
+    :func:`bayesvm.normalization.budget.annealed_until_runs_agree` (its budget grows until the runs agree); with ``keep_particles``
     the particles are the z, w = mean + z scale^T with the returned reference.
     """
     V, d = _checked_prior(prior)

@@ -46,7 +46,7 @@ from ..evidence.ep_gradient import EPSites
 from ..hyperparameters import SearchSpace, kernel_hyperparameters_at, pairwise_distances
 from ..hyperparameters import feature_pairwise_distances
 from ..kernels import Kernel, is_ard
-from ..normalization.annealing import default_moves, target_standard_error
+from ..normalization.budget import default_moves, target_standard_error
 from ..normalization.path import ReweightedPath
 from .search_priors import FullPrior, InducingPrior
 
@@ -75,7 +75,7 @@ class SearchOptions:
     amount (the ln N(D) path's own noise is about 1e-2 nats); stall: stop when
     the last ``stall`` iterations together raised ln P(D) by less than the
     standard error ln N(D) is estimated to
-    (:func:`~bayesvm.normalization.annealing.target_standard_error`, per
+    (:func:`~bayesvm.normalization.budget.target_standard_error`, per
     problem), gains below what the evidence resolves (0: never); ep_damping,
     ep_tol, ep_log_z_tol, ep_max_iter: EP's loop while searching (loose: the
     gradient is exact at the fixed point, and a warm start is close to it);
@@ -387,7 +387,7 @@ class EvidenceAscent:
         it contradicts by more than ``tolerance`` nats) and climb again from x (theory: "Hyperparameter selection").
 
         From here on the path's anchors take the check's slice moves per temperature
-        (:func:`~bayesvm.normalization.annealing.default_moves`): runs with too few moves agree while missing the
+        (:func:`~bayesvm.normalization.budget.default_moves`): runs with too few moves agree while missing the
         same mass, which is what misled the path. The new anchor at x also has the check's particles (x is where
         the maximum seemed to be, often where runs are hard to make agree) but the path's precision target, not
         the check's; later anchors keep the search's particles. Its value at x is independent of the fresh check.

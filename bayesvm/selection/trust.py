@@ -6,7 +6,7 @@ estimators, and three tests decide whether the point can be trusted:
 
 * ln N(D): a fresh tempered-SMC estimate over the training inputs whose
   budget grows until its runs agree, up to a cap
-  (:func:`bayesvm.normalization.annealing.annealed_until_runs_agree`); its runs
+  (:func:`bayesvm.normalization.budget.annealed_until_runs_agree`); its runs
   must agree (otherwise it is biased low and the evidence
   biased high), and it must agree with the search's estimate within
   ``NORMALIZATION_TOLERANCE`` nats or three standard errors;
