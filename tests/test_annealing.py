@@ -460,9 +460,10 @@ def _slice_moves_one_by_one(theta, ll, beta, nu, u, log_likelihood, max_shrinks)
         lo, hi = phi - 2.0 * np.pi, phi
         for i in range(max_shrinks + 1):
             cand = theta[p] * np.cos(phi) + nu[p] * np.sin(phi)
+            cand_ll = log_likelihood(cand)
             evals[p] += 1
-            if beta[p] * log_likelihood(cand) > level:
-                new[p], new_ll[p], moved[p] = cand, log_likelihood(cand), True
+            if beta[p] * cand_ll > level:
+                new[p], new_ll[p], moved[p] = cand, cand_ll, True
                 break
             lo, hi = (phi, hi) if phi < 0 else (lo, phi)
             phi = lo + (hi - lo) * u[min(i + 2, max_shrinks + 1), p]
