@@ -424,6 +424,32 @@ def test_ep_started_normalisation_matches_brute_force_monte_carlo_on_six_points(
     assert abs(result.value - brute) < N_SE * np.hypot(result.se, brute_se) + FLOOR
 
 
+def test_the_ep_started_likelihood_read_from_the_tall_factors_images_is_the_dense_log_ratio():
+    """The EP-started route's integrand, read at O(M) from the images (z, S z, L S z) that its tall factor carries,
+    against ln N(w; 0, I) - ln N(w; m, S S^T) + sum_i mask_i ln nu((L w)_i) at w = m + S z, the Gaussians from scipy."""
+    from bayesvm.evidence.ep_low_rank import WeightGaussian
+    from bayesvm.model import log_nu
+    from bayesvm.normalization.ep_started import ep_started_factor, ep_started_log_likelihood
+
+    rng = np.random.default_rng(3)
+    M, c = 5, 0.7
+    L = np.tril(rng.normal(size=(M, M))) + 3.0 * np.eye(M)
+    S = np.tril(rng.normal(size=(M, M)), -1) + np.diag(rng.uniform(0.3, 1.5, M))
+    m, mask = rng.normal(size=M), np.array([1.0, 1.0, 1.0, 1.0, 0.0])
+    z = rng.normal(size=(3, M))
+    with float64_scope():
+        start = WeightGaussian(jnp.asarray(m), jnp.asarray(S), jnp.asarray(np.log(np.diag(S)).sum()),
+                               jnp.asarray(True))
+        images = z @ np.asarray(ep_started_factor(start, jnp.asarray(L))).T
+        got = np.asarray(ep_started_log_likelihood(jnp.asarray(images), start.mean, start.log_det_scale,
+                                                   jnp.asarray(L @ m), c, jnp.asarray(mask)))
+        w = m + z @ S.T
+        nu_terms = np.asarray(log_nu(jnp.asarray(w @ L.T), c))
+    want = (multivariate_normal(np.zeros(M), np.eye(M)).logpdf(w) - multivariate_normal(m, S @ S.T).logpdf(w)
+            + nu_terms @ mask)
+    np.testing.assert_allclose(got, want, rtol=1e-10)
+
+
 @pytest.mark.parametrize("prior_value, prior_agree, ep_value, route, trusted", [
     (-10.0, True, -5.0, "prior", True),    # the prior-started runs agree: EP is not run
     (-10.0, False, -8.0, "ep", True),      # they disagree, EP's start finds more mass and its runs agree

@@ -264,7 +264,9 @@ def annealed_log_expectation(
     ----------
     chol
         Square-root factor (M, M) of the prior covariance, chol chol^T = K
-        (see :func:`prior_factor`); theta = chol z, z ~ N(0, I).
+        (see :func:`prior_factor`); theta = chol z, z ~ N(0, I). A tall factor
+        (M, D), D < M, makes theta = chol z carry linear images of z for the
+        likelihood to read at O(M) per evaluation (the EP-started route).
     log_likelihood
         ``log_likelihood(theta, *args) -> scalar`` for theta of shape (M,), a
         JAX-traceable function. Pass a module-level function and vary ``args``
@@ -292,8 +294,8 @@ def annealed_log_expectation(
         normalised target, for reweighting at nearby hyperparameters.
     """
     chol = jnp.asarray(chol, dtype=jnp.float64)
-    if chol.ndim != 2 or chol.shape[0] != chol.shape[1]:
-        raise ValueError(f"chol must be a square factor of the prior covariance; got shape {chol.shape}")
+    if chol.ndim != 2 or chol.shape[0] < chol.shape[1] or chol.shape[1] == 0:
+        raise ValueError(f"chol must be a square (or tall) factor of the prior covariance; got shape {chol.shape}")
     if not callable(log_likelihood):
         raise ValueError("log_likelihood must be a callable log_likelihood(theta, *args) -> scalar")
     settings = _sampler_settings(n_particles, n_runs, n_mcmc_steps, target_ess, max_temperatures, max_shrinks)

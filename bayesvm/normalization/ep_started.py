@@ -32,6 +32,7 @@ length scale of 3 the two routes agreed within their errors.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from typing import NamedTuple
 
@@ -47,7 +48,7 @@ from ..model import log_nu
 
 Array = jax.Array
 
-__all__ = ["reference_log_ratio", "ep_started_log_likelihood", "annealed_from_ep", "FALLBACK_LADDER",
+__all__ = ["reference_log_ratio", "ep_started_factor", "ep_started_log_likelihood", "annealed_from_ep", "FALLBACK_LADDER",
            "RoutedEstimate", "annealed_with_ep_fallback"]
 
 
@@ -56,13 +57,21 @@ def reference_log_ratio(w: Array, z: Array, log_det_scale: Array) -> Array:
     return -0.5 * jnp.sum(w * w, axis=-1) + 0.5 * jnp.sum(z * z, axis=-1) + log_det_scale
 
 
+def ep_started_factor(start: WeightGaussian, chol: Array) -> Array:
+    """The tall factor [I; S; L S] (3M, M): its images of z ~ N(0, I) are z, S z and L S z, so that a move along
+    an ellipse in z moves w - m = S z and theta - L m = L S z with it (:func:`bayesvm.normalization.smc.smc_runs`)."""
+    return jnp.concatenate([jnp.eye(chol.shape[0], dtype=chol.dtype), start.scale, chol @ start.scale])
+
+
 @float64
-def ep_started_log_likelihood(z: Array, mean: Array, scale: Array, log_det_scale: Array, chol: Array,
+def ep_started_log_likelihood(images: Array, mean: Array, log_det_scale: Array, latent_mean: Array,
                               C: Array | float, mask: Array) -> Array:
-    """ln p(w) - ln q(w) at w = mean + scale z (module docstring); ``mask`` (0/1 per latent) leaves padding out of
-    the nu product."""
-    w = mean + z @ scale.T
-    return reference_log_ratio(w, z, log_det_scale) + jnp.sum(mask * log_nu(w @ chol.T, C), axis=-1)
+    """ln p(w) - ln q(w) at w = mean + S z (module docstring), from the images (z, S z, L S z) of z that
+    :func:`ep_started_factor` gives: O(M) per evaluation. ``latent_mean`` is L m; ``mask`` (0/1 per latent) leaves
+    padding out of the nu product."""
+    z, scaled, latent = jnp.split(images, 3, axis=-1)
+    return (reference_log_ratio(mean + scaled, z, log_det_scale)
+            + jnp.sum(mask * log_nu(latent_mean + latent, C), axis=-1))
 
 
 @float64
@@ -79,9 +88,11 @@ def annealed_from_ep(chol, C: float, mask=None, *, key=0, **options) -> tuple[An
     mask = jnp.ones(size, dtype=chol.dtype) if mask is None else jnp.asarray(mask, dtype=chol.dtype)
     start = nu_weight_gaussian(LowRankPrior(chol, jnp.zeros(size, dtype=chol.dtype)), C, mask=mask > 0)
     result = annealed_until_runs_agree(
-        jnp.eye(size, dtype=chol.dtype), ep_started_log_likelihood,
-        args=(start.mean, start.scale, start.log_det_scale, chol, C, mask), key=key, **options,
+        ep_started_factor(start, chol), ep_started_log_likelihood,
+        args=(start.mean, start.log_det_scale, chol @ start.mean, C, mask), key=key, **options,
     )
+    if result.particles is not None:
+        result = dataclasses.replace(result, particles=result.particles[..., :size])
     return result, start
 
 

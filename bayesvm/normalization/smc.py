@@ -72,7 +72,8 @@ STRAGGLER_SHARES = (1 / 2, 1 / 8)
 def _elliptical_slice(key, theta, ll, beta, chol, loglik, max_shrinks: int):
     """One elliptical slice move (Murray, Adams & MacKay 2010) of every particle.
 
-    Target N(theta; 0, chol chol^T) exp(beta L(theta)); theta has shape (R, N, M),
+    Target N(theta; 0, chol chol^T) exp(beta L(theta)); theta has shape (R, N, M) with chol (M, D), D <= M (a tall
+    factor carries linear images of the whitened draw besides it, see :func:`smc_runs`),
     ll = L(theta) shape (R, N), beta shape (R,); ``loglik`` maps (P, M) to (P,). The ellipse
     theta cos(phi) + nu sin(phi), nu = chol w, keeps the prior invariant; the
     bracket on phi shrinks towards 0 until beta L exceeds the slice level.
@@ -89,7 +90,7 @@ def _elliptical_slice(key, theta, ll, beta, chol, loglik, max_shrinks: int):
     """
     R, N, M = theta.shape
     k_nu, k_u = jax.random.split(key)
-    nu = (jax.random.normal(k_nu, theta.shape, theta.dtype) @ chol.T).reshape(R * N, M)
+    nu = (jax.random.normal(k_nu, (R, N, chol.shape[1]), theta.dtype) @ chol.T).reshape(R * N, M)
     # uniforms for the slice level, the first angle and every shrinkage, in one draw
     u = jax.random.uniform(k_u, (max_shrinks + 2, R * N), ll.dtype)
     theta, ll, beta = theta.reshape(R * N, M), ll.reshape(R * N), jnp.repeat(beta, N)
@@ -197,12 +198,17 @@ def smc_runs(
     move every particle ``n_mcmc_steps`` times at beta_{t+1} (after the last
     reweighting only with ``move_last``, when the particles themselves are wanted).
     ``n_mcmc_steps`` is traced, so every number of moves shares one compilation.
+
+    ``chol`` (M, D) may be tall (M > D): the particles are then theta = chol w, w ~ N(0, I_D), of which the
+    likelihood may read linear images beside w itself. The ellipse is linear in w, so every image moves with it
+    at O(M) per likelihood evaluation instead of a matrix product inside the likelihood (the EP-started route,
+    :mod:`bayesvm.normalization.ep_started`, carries its whitened latents and two images of them this way).
     Returns ln Z per run, the diagnostics and the final particles (R, N, M).
     """
     R, N, M = n_runs, n_particles, chol.shape[0]
     loglik = jax.vmap(lambda theta: log_likelihood(theta, *args))
     init_key, loop_key = jax.random.split(key)
-    theta = jax.random.normal(init_key, (R, N, M), chol.dtype) @ chol.T
+    theta = jax.random.normal(init_key, (R, N, chol.shape[1]), chol.dtype) @ chol.T
     schedule = jnp.full((R, max_temperatures + 1), jnp.nan, chol.dtype).at[:, 0].set(0.0)
     zeros = jnp.zeros(R, chol.dtype)
     ll = loglik(theta.reshape(R * N, M)).reshape(R, N)
