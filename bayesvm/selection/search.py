@@ -47,7 +47,7 @@ from ..hyperparameters import SearchSpace, kernel_hyperparameters_at, pairwise_d
 from ..hyperparameters import feature_pairwise_distances
 from ..kernels import Kernel, is_ard
 from ..normalization.budget import default_moves, target_standard_error
-from ..normalization.path import ReweightedPath
+from ..normalization.path import ANCHOR_ANNEALING, ReweightedPath
 from .search_priors import FullPrior, InducingPrior
 
 __all__ = [
@@ -85,7 +85,8 @@ class SearchOptions:
     (:func:`screen_candidates`) before the start is skipped;
     refinements: how many times :func:`select_by_search` may re-anchor the path where a fresh ln N(D) at an end
     point contradicts it, and climb again from there (0: never);
-    annealing: the tempered-SMC budget at each anchor of the ln N(D) path.
+    annealing: the tempered-SMC budget at each anchor of the ln N(D) path (by default
+    :data:`bayesvm.normalization.path.ANCHOR_ANNEALING`).
     """
 
     max_iter: int = 40
@@ -99,7 +100,7 @@ class SearchOptions:
     ep_fallbacks: tuple[tuple[float, int], ...] = EP_LOOPS
     max_screen: int = 8
     refinements: int = 2
-    annealing: dict = field(default_factory=lambda: {"n_particles": 64, "n_runs": 8, "n_mcmc_steps": 3})
+    annealing: dict = field(default_factory=lambda: dict(ANCHOR_ANNEALING))
 
 
 @dataclass(frozen=True)
