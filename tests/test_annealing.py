@@ -217,6 +217,14 @@ def test_bad_arguments_raise_value_error(kwargs, message):
         annealed_log_normalization(**call)
 
 
+@pytest.mark.parametrize("shape", [(2, 3), (3,), (0, 0)])
+def test_a_factor_that_is_wide_or_not_a_matrix_is_refused(shape):
+    """annealed_log_expectation takes a square or tall factor (a tall one carries images of the draw); a wide one
+    would draw from a degenerate prior of a different dimension, and is refused with what is accepted."""
+    with pytest.raises(ValueError, match="square \\(or tall\\) factor"):
+        annealed_log_expectation(np.ones(shape), product_route_log_likelihood, args=(C,))
+
+
 def test_naive_evidence_rejects_label_count_mismatch():
     with pytest.raises(ValueError, match="labels"):
         annealed_log_naive_evidence(np.asarray(KERNEL(X2)), [1.0], C)
