@@ -118,9 +118,9 @@ def main(argv=None) -> None:
         rows.append(row)
         ours, theirs = row["bayesvm"], row["cv+platt"]
         notes = ours.get("error") or "; ".join(w[:90] for w in ours["warnings"])
+        checks = "pass" if ours.get("trusted") else "FAIL"
         print(f"{name:<22} {row['n_train']:>4} {row['d']:>3}  {ours['fit_s']:>9.1f} {ours.get('nll', np.nan):>6.3f} "
-              f"{'pass' if ours.get('trusted') else 'FAIL':>7}  {theirs['fit_s']:>12.1f} {theirs['nll']:>6.3f}  {notes}",
-              flush=True)
+              f"{checks:>7}  {theirs['fit_s']:>12.1f} {theirs['nll']:>6.3f}  {notes}", flush=True)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(rows, indent=1))
 
