@@ -6,6 +6,8 @@ On ``--n`` (default 560) standardised rows of Ripley's synth.te (the rebuilt
 
 * prior: :func:`bayesvm.log_normalization` with the prior start alone (its
   growing budget; ``annealed_until_runs_agree`` on the product route);
+* guided: the prior start with slice moves round EP's Gaussian
+  (:func:`bayesvm.normalization.ep_started.ep_slice_guide`), same budget, where EP converges;
 * ep: :func:`bayesvm.normalization.ep_started.annealed_from_ep` with the same
   budget ladder and standard-error target;
 * default: :func:`bayesvm.log_normalization` as it is (the prior start, and
@@ -39,7 +41,7 @@ from bayesvm.datasets import load_synth
 from bayesvm.kernels import RBF
 from bayesvm.normalization.annealing import prior_factor, product_route_log_likelihood
 from bayesvm.normalization.budget import annealed_until_runs_agree, target_standard_error
-from bayesvm.normalization.ep_started import annealed_from_ep
+from bayesvm.normalization.ep_started import annealed_from_ep, ep_slice_guide, ep_weight_gaussian
 
 RESULTS = Path(__file__).parent / "results" / "normalization_routes.json"
 
@@ -60,6 +62,13 @@ def measure(X: np.ndarray, C: float, k0: float, length_scale: float, seed: int) 
         prior = annealed_until_runs_agree(chol, product_route_log_likelihood, args=(C,), key=seed,
                                           max_se=target_standard_error(n))
         out["prior"] = _row(prior, time.perf_counter() - started)
+        started = time.perf_counter()
+        start = ep_weight_gaussian(chol, C, jnp.ones(n))
+        if bool(start.converged):  # prior-started, slice moves round EP's Gaussian
+            guide, factor = ep_slice_guide(start, chol)
+            guided = annealed_until_runs_agree(factor, product_route_log_likelihood, args=(C,), key=seed,
+                                               max_se=target_standard_error(n), guide=guide)
+            out["guided"] = _row(guided, time.perf_counter() - started)
         started = time.perf_counter()
         ep, _ = annealed_from_ep(chol, C, key=seed, max_se=target_standard_error(n))
         out["ep"] = _row(ep, time.perf_counter() - started)
@@ -85,14 +94,15 @@ def main(argv=None) -> None:
                                                     replace=False))
     X = StandardScaler().fit_transform(data.X[index])
     rows = []
-    print(f"{'C':>5} {'k0':>6} {'l':>5} {'seed':>4} | {'prior':>22} | {'ep':>22} | {'default':>22}")
+    print(f"{'C':>5} {'k0':>6} {'l':>5} {'seed':>4} | {'prior':>22} | {'guided':>22} | {'ep':>22} | {'default':>22}")
     for C, k0, length_scale in itertools.product(args.C, args.k0, args.length_scales):
         for seed in args.seeds:
             row = {"C": C, "k0": k0, "length_scale": length_scale, "seed": seed,
                    **measure(X, C, k0, length_scale, seed)}
             rows.append(row)
             cells = [f"{row[k]['value']:8.2f} +- {row[k]['se']:.2f} {'ok' if row[k]['runs_agree'] else '!!'} "
-                     f"{row[k]['seconds']:5.0f}s" for k in ("prior", "ep", "default")]
+                     f"{row[k]['seconds']:5.0f}s" if k in row else f"{'EP did not converge':>22}"
+                     for k in ("prior", "guided", "ep", "default")]
             print(f"{C:5g} {k0:6g} {length_scale:5g} {seed:4d} | " + " | ".join(cells), flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"n": int(X.shape[0]), "rows": rows}, indent=1))

@@ -63,7 +63,7 @@ from .._precision import float64
 from .._validation import check_count, check_inputs, check_kernel, check_labels, check_positive
 from ..kernels import Kernel, gram_matrix
 from ..model import hinge, log_kappa, log_nu
-from .smc import smc_runs
+from .smc import SliceGuide, smc_runs
 
 Array = jax.Array
 
@@ -257,6 +257,7 @@ def annealed_log_expectation(
     max_temperatures: int = 1000,
     max_shrinks: int = 12,
     keep_particles: bool = False,
+    guide: SliceGuide | None = None,
 ) -> AnnealingResult:
     """ln E_{theta ~ N(0, chol chol^T)}[exp(log_likelihood(theta, *args))] by tempered SMC.
 
@@ -292,6 +293,9 @@ def annealed_log_expectation(
         Move the particles once more at beta = 1 and return them in
         ``result.particles`` (R, N, M): equally weighted draws from the
         normalised target, for reweighting at nearby hyperparameters.
+    guide
+        A :class:`bayesvm.normalization.smc.SliceGuide` over z (D entries each): the slice moves go round it
+        instead of the prior (EP's Gaussian, :func:`bayesvm.normalization.ep_started.ep_slice_guide`).
     """
     chol = jnp.asarray(chol, dtype=jnp.float64)
     if chol.ndim != 2 or chol.shape[0] < chol.shape[1] or chol.shape[1] == 0:
@@ -299,11 +303,16 @@ def annealed_log_expectation(
     if not callable(log_likelihood):
         raise ValueError("log_likelihood must be a callable log_likelihood(theta, *args) -> scalar")
     settings = _sampler_settings(n_particles, n_runs, n_mcmc_steps, target_ess, max_temperatures, max_shrinks)
+    if guide is not None:
+        guide = SliceGuide(*(jnp.asarray(a, dtype=jnp.float64) for a in guide))
+        if any(a.shape != (chol.shape[1],) for a in guide) or not bool(jnp.all(guide.excess_precision >= 0)):
+            raise ValueError(f"a slice guide needs a non-negative excess precision and a shift of {chol.shape[1]} "
+                             f"entries each (one per column of chol); got shapes {[a.shape for a in guide]}")
     schedule = _padded_schedule(temperatures, settings["max_temperatures"])
     args = tuple(jnp.asarray(a, dtype=jnp.float64) for a in args)
     log_z, steps, schedule, min_ess, evals, stuck, n_moves, final_beta, particles = smc_runs(
         log_likelihood, chol, as_key(key), args, schedule, jnp.asarray(temperatures is None),
-        move_last=keep_particles, **settings,
+        move_last=keep_particles, guide=guide, **settings,
     )
     log_z = _checked_runs(log_z, final_beta, settings["max_temperatures"])
     n_moves = max(float(n_moves), 1.0)
