@@ -38,7 +38,6 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.linalg import solve_triangular
 
 from .._precision import float64
 from .annealing import AnnealingResult, product_route_log_likelihood
@@ -132,15 +131,13 @@ def ep_slice_guide(start: WeightGaussian, chol: Array) -> tuple[SliceGuide, Arra
     mean V^T m: EP's site terms scaled by beta^2, and the prior wherever q is wider than the prior (lambda < 0,
     where EP's nu sites have negative precisions). Erring wide is what keeps the moves safe: the target's
     ratio to a guide wider than itself is bounded, to a narrower one it is not. Measured (documentation:
-    normalisation, "Slice moves round EP's Gaussian"): scaling the sites by beta instead of beta^2 spread the runs
+    normalisation, "seventh session: slice moves round EP's Gaussian"): scaling the sites by beta instead of beta^2 spread the runs
     three times as much as the prior's moves at Ripley's synth (560 rows, C 0.3, k0 100, length scale 0.5).
     Use: ``annealed_until_runs_agree(factor, product_route_log_likelihood, guide=guide, ...)`` with
     ``guide, factor = ep_slice_guide(ep_weight_gaussian(chol, C, mask), chol)`` where EP converged.
     """
-    eye = jnp.eye(chol.shape[0], dtype=chol.dtype)
-    root = solve_triangular(start.scale.T, eye, lower=True)  # S = root^-T, A = root root^T
-    precision, basis = jnp.linalg.eigh(root @ root.T)
-    excess = jnp.maximum(precision - 1.0, 0.0)
+    variance, basis = jnp.linalg.eigh(start.scale @ start.scale.T)  # S S^T = V diag(1 / (1 + lambda)) V^T
+    excess = jnp.maximum(1.0 / variance - 1.0, 0.0)
     return SliceGuide(excess, (1.0 + excess) * (basis.T @ start.mean)), chol @ basis
 
 

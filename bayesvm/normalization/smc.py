@@ -118,12 +118,12 @@ def _elliptical_slice(key, theta, ll, beta, chol, loglik, max_shrinks: int, guid
     w = jax.random.normal(k_nu, (R, N, D), theta.dtype)
     # uniforms for the slice level, the first angle and every shrinkage, in one draw
     u = jax.random.uniform(k_u, (max_shrinks + 2, R * N), ll.dtype)
-    beta = jnp.repeat(beta, N)
     if guide is None:
         z, ll = None, ll.reshape(R * N)
         theta, nu, terms = theta.reshape(R * N, M), (w @ chol.T).reshape(R * N, M), ()
     else:
         z, theta, ll, nu, terms = _guide_terms(guide, beta, w, theta, ll, chol)
+    beta = jnp.repeat(beta, N)
     level = _log_target(ll, beta, jnp.zeros_like(ll), terms) + jnp.log(u[0])
     phi = 2.0 * jnp.pi * u[1]
 
@@ -170,14 +170,14 @@ def _elliptical_slice(key, theta, ll, beta, chol, loglik, max_shrinks: int, guid
 
 
 def _guide_terms(guide: SliceGuide, beta: Array, w: Array, particles: Array, ll: Array, chol: Array):
-    """A guided move's ellipse, flattened over the R N particles (z, theta) = ``particles`` at temperatures beta
-    (R N,): z = mean + offset cos(phi) + draw sin(phi), draw = w / sqrt(precision), theta its image
+    """A guided move's ellipse, flattened over the R N particles (z, theta) = ``particles`` at the runs'
+    temperatures beta (R,): z = mean + offset cos(phi) + draw sin(phi), draw = w / sqrt(precision), theta its image
     centre + (theta - centre) cos(phi) + (chol draw) sin(phi). Along it ln N(z; 0, I) - ln g(z) is a trigonometric
     quadratic in phi whose six coefficients (:func:`_log_target`) are computed here, once per move, so that each
     slice evaluation costs O(M) on theta alone. Returns (mean, offset, draw), the centred theta, ll, chol draw
     and the terms (centre, coefficients)."""
     R, N, D = w.shape
-    precision, mean = (jnp.repeat(a, N, 0) for a in guide.at(beta[::N]))
+    precision, mean = (jnp.repeat(a, N, 0) for a in guide.at(beta))
     z, theta = particles[..., :D].reshape(R * N, D), particles[..., D:].reshape(R * N, -1)
     draw = (w.reshape(R * N, D)) / jnp.sqrt(precision)
     offset, centre = z - mean, mean @ chol.T
