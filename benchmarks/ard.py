@@ -69,7 +69,6 @@ from selection import RESULTS, _fit_and_predict, _load, _markdown, _plain, envir
 from bayesvm import BayesianSVC  # noqa: E402
 from bayesvm.datasets import load_dataset  # noqa: E402
 from bayesvm.hyperparameters import SearchSpace  # noqa: E402
-from bayesvm.kernels import RBF  # noqa: E402
 from bayesvm.metrics import error_rate, negative_log_likelihood  # noqa: E402
 
 DATASETS = ("irrelevant", "breast_cancer_mean", "pima")

@@ -7,11 +7,12 @@ On ``--n`` (default 560) standardised rows of Ripley's synth.te (the rebuilt
 * prior: :func:`bayesvm.log_normalization` with the prior start alone (its
   growing budget; ``annealed_until_runs_agree`` on the product route);
 * guided: the prior start with slice moves round EP's Gaussian
-  (:func:`bayesvm.normalization.ep_started.ep_slice_guide`), same budget, where EP converges;
+  (:func:`bayesvm.normalization.ep_started.ep_slice_guide`) from the first round on, same budget, where EP
+  converges;
 * ep: :func:`bayesvm.normalization.ep_started.annealed_from_ep` with the same
   budget ladder and standard-error target;
-* default: :func:`bayesvm.log_normalization` as it is (the prior start, and
-  EP's where the prior-started runs disagree at the cap).
+* default: :func:`bayesvm.log_normalization` as it is (the prior start; moves round EP's Gaussian in the
+  rounds after a first round that misses; EP's start where the runs still disagree at the cap).
 
 Reported per setting and seed: value, standard error, whether the runs agree,
 particle-runs and seconds. Agreement between seeds and routes is the check:
@@ -76,6 +77,7 @@ def measure(X: np.ndarray, C: float, k0: float, length_scale: float, seed: int) 
         default = log_normalization(kernel=kernel, C=C, n=n, inputs=X, random_state=seed)
         out["default"] = {"value": float(default.value), "se": float(default.se), "runs_agree": bool(default.trusted),
                           "ep_started": bool(default.diagnostics["ep_started"]),
+                          "guided": bool(default.diagnostics["guided"]),
                           "seconds": round(time.perf_counter() - started, 1)}
     return out
 

@@ -330,6 +330,42 @@ def test_the_budget_also_grows_towards_a_target_standard_error():
     np.testing.assert_array_equal(tight.log_z_runs[:8], loose.log_z_runs)
 
 
+def test_an_escalation_is_asked_once_after_the_first_round_that_misses_and_may_decline():
+    """A declined escalation (None) leaves the ladder exactly as without one; one that is met is not asked."""
+    chol, c = _hard_product_route()
+    kwargs = dict(args=(c,), key=0, n_particles=32, n_runs=8, ladder=(1, 1, (1, 2)))
+    asked = []
+    plain = annealed_until_runs_agree(chol, product_route_log_likelihood, max_se=1e-9, **kwargs)
+    declined = annealed_until_runs_agree(chol, product_route_log_likelihood, max_se=1e-9,
+                                         escalation=lambda: asked.append("tight"), **kwargs)
+    assert asked == ["tight"] and not declined.guided
+    np.testing.assert_array_equal(declined.log_z_runs, plain.log_z_runs)
+    annealed_until_runs_agree(chol, product_route_log_likelihood, escalation=lambda: asked.append("loose"), **kwargs)
+    assert asked == ["tight"]
+
+
+def test_the_rounds_after_the_first_move_round_eps_gaussian_and_match_brute_force_monte_carlo():
+    """Where the first round misses its target (here one it cannot reach), the later rounds' slice moves go round
+    EP's Gaussian (route "guided"; the cap's two rounds pooled), on a factor padded with latents the mask leaves
+    out: against 10^6 plain prior draws at n = 6."""
+    from bayesvm.normalization.annealing import padded
+    from bayesvm.normalization.budget import default_moves
+    from bayesvm.normalization.ep_started import annealed_with_ep_fallback
+
+    X = np.random.default_rng(5).normal(size=(6, 2))
+    kernel = RBF(length_scale=3.0, amplitude=100.0, offset=100.0)  # EP's precision up to 3.8x the prior's
+    c = 0.1
+    K = np.asarray(kernel(X))
+    brute, brute_se = _brute_force_log_normalization(K, c)
+    with float64_scope():
+        chol, mask = padded(prior_factor(K), 9)
+    routed = annealed_with_ep_fallback(chol, c, mask, key=1, max_se=1e-6, n_mcmc_steps=default_moves(6))
+    result = routed.result
+    assert routed.route == "guided" and result.guided and result.runs_agree
+    assert (result.n_runs, result.n_mcmc_steps) == (32, 4 * default_moves(6))
+    assert abs(result.value - brute) < N_SE * np.hypot(result.se, brute_se) + FLOOR
+
+
 def _rounds_made(monkeypatch) -> list[tuple[int, int]]:
     """(particles, moves) of every round annealed_until_runs_agree makes from now on, in order."""
     from bayesvm.normalization import budget
@@ -428,7 +464,8 @@ def test_ep_started_normalisation_matches_brute_force_monte_carlo_on_six_points(
     c = 0.5
     K = np.asarray(kernel(X))
     brute, brute_se = _brute_force_log_normalization(K, c)
-    chol, mask = padded(prior_factor(K), 6 + padding)
+    with float64_scope():
+        chol, mask = padded(prior_factor(K), 6 + padding)
     result, start = annealed_from_ep(chol, c, mask, key=1)
     assert bool(start.converged) and result.runs_agree
     # the padding's weights are left at their prior N(0, 1) by EP's flat sites
@@ -474,7 +511,7 @@ def test_the_ep_start_is_a_fallback_that_keeps_the_higher_value(monkeypatch, pri
     import bayesvm.normalization.ep_started as ep_started
 
     def fake(value, agree):
-        return types.SimpleNamespace(value=value, runs_agree=agree)
+        return types.SimpleNamespace(value=value, runs_agree=agree, guided=False)
 
     calls = []
     monkeypatch.setattr(ep_started, "annealed_until_runs_agree",

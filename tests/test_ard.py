@@ -28,7 +28,7 @@ from bayesvm.hyperparameters import (
     kernel_at,
     kernel_hyperparameters_at,
 )
-from bayesvm.kernels import RBF, Exponential, Linear, gram_matrix, is_ard
+from bayesvm.kernels import RBF, Exponential, gram_matrix, is_ard
 from bayesvm.normalization.path import NormalizationPath
 from bayesvm.selection.search import _describe, default_starts, screen_candidates
 

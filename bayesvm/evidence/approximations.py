@@ -277,8 +277,9 @@ class AnnealedNormalization:
     :func:`bayesvm.normalization.budget.default_moves` (n) slice moves per temperature, ``ladder`` and
     ``max_se``, by default :func:`bayesvm.normalization.budget.target_standard_error` (n)): the budget grows
     until the runs agree and the standard error reaches that target
-    (:func:`bayesvm.normalization.budget.annealed_until_runs_agree`). Where the
-    runs still disagree at its cap, tempered SMC starts again from EP's Gaussian
+    (:func:`bayesvm.normalization.budget.annealed_until_runs_agree`); the rounds
+    after the first move round EP's Gaussian (``diagnostics["guided"]``), and
+    where the runs still disagree at the cap, tempered SMC starts again from it
     (:func:`bayesvm.normalization.ep_started.annealed_with_ep_fallback`;
     ``diagnostics["ep_started"]``); runs that disagree there too mark the cell
     untrusted (biased low).
@@ -297,6 +298,7 @@ class AnnealedNormalization:
             routed.append(annealed_with_ep_fallback(chol, cells.C[b], mask, key=self.key, **options))
         estimate = _from_annealing([r.result for r in routed])
         estimate.diagnostics["ep_started"] = np.array([r.route == "ep" for r in routed])
+        estimate.diagnostics["guided"] = np.array([r.route == "guided" for r in routed])
         return estimate
 
     def along_path(self, X, template: Kernel, inducing=None) -> ReweightedPath:

@@ -129,6 +129,9 @@ class AnnealingResult:
         where it was (valid, but a sign that the moves mix slowly).
     n_particles, n_runs, n_mcmc_steps
         The settings used.
+    guided
+        Whether the slice moves went round a guide (:class:`bayesvm.normalization.smc.SliceGuide`) instead of
+        the prior.
     particles
         With ``keep_particles``: the final particles (R, N, M); otherwise None.
     runs_agree
@@ -148,6 +151,7 @@ class AnnealingResult:
     n_particles: int
     n_runs: int
     n_mcmc_steps: int
+    guided: bool = False
     particles: Array | None = dataclasses.field(default=None, repr=False, compare=False)
 
     @property
@@ -319,7 +323,7 @@ def annealed_log_expectation(
     result = _summarise(
         log_z, steps=np.asarray(steps), schedule=np.asarray(schedule), min_ess=float(np.min(min_ess)),
         slice_evals=float(evals) / n_moves, stuck=float(stuck) / n_moves,
-        n_particles=settings["n_particles"], n_mcmc_steps=settings["n_mcmc_steps"],
+        n_particles=settings["n_particles"], n_mcmc_steps=settings["n_mcmc_steps"], guided=guide is not None,
     )
     if not result.runs_agree:
         warnings.warn(
@@ -376,7 +380,8 @@ def _padded_schedule(temperatures, max_temperatures: int) -> Array:
     return jnp.asarray(schedule)
 
 
-def _summarise(log_z, *, steps, schedule, min_ess, slice_evals, stuck, n_particles, n_mcmc_steps) -> AnnealingResult:
+def _summarise(log_z, *, steps, schedule, min_ess, slice_evals, stuck, n_particles, n_mcmc_steps,
+               guided: bool) -> AnnealingResult:
     """Combine R runs: ln mean Z_r, its delta-method error, effective number of runs."""
     R = log_z.shape[0]
     if R < 2:
@@ -398,17 +403,20 @@ def _summarise(log_z, *, steps, schedule, min_ess, slice_evals, stuck, n_particl
         n_particles=n_particles,
         n_runs=R,
         n_mcmc_steps=n_mcmc_steps,
+        guided=guided,
     )
 
 
 def pooled(results: list[AnnealingResult]) -> AnnealingResult:
-    """Independent rounds of runs with the same particles per run and moves, as one estimate over all their runs.
+    """Independent rounds of runs with the same particles per run, moves and kind of move, as one estimate over all
+    their runs.
 
     Every run's Z_r is unbiased for Z, so the pooled value is ln of the mean over all runs; the
     diagnostics are the worst (ESS) or the run-weighted mean (slice evaluations, stuck moves).
     """
-    if len({(r.n_particles, r.n_mcmc_steps) for r in results}) != 1:
-        raise ValueError("only runs with the same number of particles and moves per temperature are pooled")
+    if len({(r.n_particles, r.n_mcmc_steps, r.guided) for r in results}) != 1:
+        raise ValueError("only runs with the same number of particles and moves per temperature, and the same kind "
+                         "of move (guided or not), are pooled")
     runs = np.array([r.n_runs for r in results], dtype=np.float64)
     particles = [r.particles for r in results]
     result = _summarise(
@@ -418,7 +426,7 @@ def pooled(results: list[AnnealingResult]) -> AnnealingResult:
         min_ess=min(r.min_particle_ess for r in results),
         slice_evals=float(np.average([r.mean_slice_evaluations for r in results], weights=runs)),
         stuck=float(np.average([r.stuck_fraction for r in results], weights=runs)),
-        n_particles=results[0].n_particles, n_mcmc_steps=results[0].n_mcmc_steps,
+        n_particles=results[0].n_particles, n_mcmc_steps=results[0].n_mcmc_steps, guided=results[0].guided,
     )
     if any(p is None for p in particles):
         return result

@@ -5,7 +5,9 @@ ln N(D)'s default estimate (:func:`bayesvm.normalization.annealing.annealed_log_
 has no fixed budget: its first round's slice moves grow with the number of training inputs (:func:`default_moves`),
 and round by round of :data:`BUDGET_LADDER` it repeats (pooling runs of the same size) or grows the moves until the
 runs agree and the standard error reaches :func:`target_standard_error` (theory: "Annealing: tempered sequential
-Monte Carlo"; documentation: normalisation, "Moves, not particles").
+Monte Carlo"; documentation: normalisation, "Moves, not particles"). A caller may have the rounds after the first
+move round a guide instead of the prior (``escalation``; the exact prior's ln N(D) uses EP's Gaussian,
+:func:`bayesvm.normalization.ep_started.annealed_with_ep_fallback`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ from .annealing import (
     as_key,
     pooled,
 )
+from .smc import SliceGuide
+
+Array = jax.Array
 
 __all__ = ["BUDGET_LADDER", "Budget", "annealed_until_runs_agree", "default_moves", "target_standard_error"]
 
@@ -72,7 +77,9 @@ BUDGET_LADDER = (Budget(1, 1), Budget(1, 1), Budget(1, 4), Budget(1, 4))
 @float64
 def annealed_until_runs_agree(chol, log_likelihood: Callable, *, key=0, n_particles: int = 128,
                               n_runs: int = DEFAULT_RUNS, n_mcmc_steps: int = DEFAULT_MCMC_STEPS,
-                              ladder=BUDGET_LADDER, max_se: float = np.inf, **options) -> AnnealingResult:
+                              ladder=BUDGET_LADDER, max_se: float = np.inf,
+                              escalation: Callable[[], tuple[Array, SliceGuide] | None] | None = None,
+                              **options) -> AnnealingResult:
     """:func:`annealed_log_expectation`, with a budget that grows until the runs agree, up to a cap.
 
     Round by round of ``ladder`` (:class:`Budget` multiples of ``n_particles`` and ``n_mcmc_steps``; a plain
@@ -83,9 +90,15 @@ def annealed_until_runs_agree(chol, log_likelihood: Callable, *, key=0, n_partic
     :func:`annealed_log_expectation` with ``key``; later rounds fold their index into it. Runs that still
     disagree after the last round are returned with a ``RuntimeWarning``. ``options`` go to every round
     (``keep_particles`` returns the pooled particles).
+
+    ``escalation`` (optional, no arguments) is called once, after the first round that misses: where it returns
+    ``(factor, guide)``, every later round's slice moves go round ``guide`` (a :class:`SliceGuide`) with
+    ``factor`` in place of ``chol`` (same prior, see :func:`annealed_log_expectation`), pooled only with each
+    other; where it returns None, the ladder goes on with the prior's moves.
     """
     base = as_key(key)
     budgets = _budgets(ladder)
+    factor, guide = chol, None
     same_size: list[AnnealingResult] = []
     index = 0
     while index < len(budgets):
@@ -95,12 +108,17 @@ def annealed_until_runs_agree(chol, log_likelihood: Callable, *, key=0, n_partic
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             same_size.append(annealed_log_expectation(
-                chol, log_likelihood, key=base if index == 0 else jax.random.fold_in(base, index),
-                n_particles=size[0], n_mcmc_steps=size[1], n_runs=n_runs, **options))
+                factor, log_likelihood, key=base if index == 0 else jax.random.fold_in(base, index),
+                n_particles=size[0], n_mcmc_steps=size[1], n_runs=n_runs, guide=guide, **options))
         result = pooled(same_size)
         if result.runs_agree and result.se <= max_se:
             return result
-        index = _next_round(budgets, index, len(same_size), result.se, max_se)
+        guided = escalation() if escalation is not None and index + 1 < len(budgets) else None
+        escalation = None
+        if guided is not None:  # the guided rounds start afresh: nothing to skip
+            (factor, guide), same_size, index = guided, [], index + 1
+        else:
+            index = _next_round(budgets, index, len(same_size), result.se, max_se)
     if result.runs_agree:
         return result
     warnings.warn(

@@ -80,22 +80,25 @@ def ep_started_log_likelihood(images: Array, mean: Array, log_det_scale: Array, 
 def ep_weight_gaussian(chol: Array, C: float, mask: Array) -> WeightGaussian:
     """EP's Gaussian q(w) of the whitened latents w = chol^-1 theta (module docstring); the prior where EP fails."""
     size = chol.shape[0]
+    C = jnp.asarray(C, dtype=chol.dtype)  # a Python float and a NumPy one would compile EP twice
     return nu_weight_gaussian(LowRankPrior(chol, jnp.zeros(size, dtype=chol.dtype)), C, mask=mask > 0)
 
 
 @float64
-def annealed_from_ep(chol, C: float, mask=None, *, key=0, **options) -> tuple[AnnealingResult, WeightGaussian]:
+def annealed_from_ep(chol, C: float, mask=None, *, key=0, start: WeightGaussian | None = None,
+                     **options) -> tuple[AnnealingResult, WeightGaussian]:
     """ln N(D) = ln E_{w ~ N(0, I)}[prod_i nu((chol w)_i)] by tempered SMC from EP's Gaussian of w.
 
     chol: the prior's square-root factor (M, M), padded or not; mask: 0/1 per latent, 1 for the training
-    points (default all), the padding's independent N(0, 1) latents out of the product and flat in EP.
+    points (default all), the padding's independent N(0, 1) latents out of the product and flat in EP;
+    ``start``: :func:`ep_weight_gaussian` (chol, C, mask) where the caller has it already.
     ``options`` go to :func:`bayesvm.normalization.budget.annealed_until_runs_agree` (its budget grows until
     the runs agree); the particles (``keep_particles``) are z, w = mean + z scale^T with the returned Gaussian.
     """
     chol = jnp.asarray(chol, dtype=jnp.float64)
     size = chol.shape[0]
     mask = jnp.ones(size, dtype=chol.dtype) if mask is None else jnp.asarray(mask, dtype=chol.dtype)
-    start = ep_weight_gaussian(chol, C, mask)
+    start = ep_weight_gaussian(chol, C, mask) if start is None else start
     result = annealed_until_runs_agree(
         ep_started_factor(start, chol), ep_started_log_likelihood,
         args=(start.mean, start.log_det_scale, chol @ start.mean, C, mask), key=key, **options,
@@ -112,8 +115,9 @@ FALLBACK_LADDER = (1, 1)
 
 
 class RoutedEstimate(NamedTuple):
-    """A tempered-SMC ln N(D) and the route it took: ``"prior"`` (from the prior, particles theta) or ``"ep"``
-    (from EP's Gaussian ``start``, particles z with w = start.mean + z start.scale^T)."""
+    """A tempered-SMC ln N(D) and the route it took: ``"prior"`` (from the prior, particles theta), ``"guided"``
+    (from the prior, its later rounds' slice moves round EP's Gaussian; particles theta) or ``"ep"`` (from EP's
+    Gaussian ``start``, particles z with w = start.mean + z start.scale^T)."""
 
     result: AnnealingResult
     route: str
@@ -133,8 +137,7 @@ def ep_slice_guide(start: WeightGaussian, chol: Array) -> tuple[SliceGuide, Arra
     ratio to a guide wider than itself is bounded, to a narrower one it is not. Measured (documentation:
     normalisation, "seventh session: slice moves round EP's Gaussian"): scaling the sites by beta instead of beta^2 spread the runs
     three times as much as the prior's moves at Ripley's synth (560 rows, C 0.3, k0 100, length scale 0.5).
-    Use: ``annealed_until_runs_agree(factor, product_route_log_likelihood, guide=guide, ...)`` with
-    ``guide, factor = ep_slice_guide(ep_weight_gaussian(chol, C, mask), chol)`` where EP converged.
+    :func:`annealed_with_ep_fallback` uses it for the rounds after the first.
     """
     variance, basis = jnp.linalg.eigh(start.scale @ start.scale.T)  # S S^T = V diag(1 / (1 + lambda)) V^T
     excess = jnp.maximum(1.0 / variance - 1.0, 0.0)
@@ -143,25 +146,43 @@ def ep_slice_guide(start: WeightGaussian, chol: Array) -> tuple[SliceGuide, Arra
 
 @float64
 def annealed_with_ep_fallback(chol, C: float, mask=None, *, key=0, **options) -> RoutedEstimate:
-    """ln N(D) from the prior (:func:`bayesvm.normalization.annealing.product_route_log_likelihood`), and from EP's
-    Gaussian (:func:`annealed_from_ep`) where the prior-started runs still disagree at the budget's cap.
+    """ln N(D) from the prior (:func:`bayesvm.normalization.annealing.product_route_log_likelihood`), its budget's
+    later rounds moving round EP's Gaussian, and from EP's Gaussian (:func:`annealed_from_ep`) where the runs still
+    disagree at the budget's cap.
 
-    The fallback's budget is :data:`FALLBACK_LADDER`. Disagreeing runs are biased low, so the higher of the two
-    values is kept: the EP-started one where it is at
-    least the prior-started one (trusted if its own runs agree), otherwise the prior-started one (untrusted: EP's
-    start then found less mass than the disagreeing prior-started runs, so it is biased low too). A fallback only:
-    EP's Gaussian can be a worse start than the prior (on synth.te at C 1, k0 1, length scale 0.5 the EP-started
-    value was 0.5-0.7 nats below the prior-started one and took 2-7x longer; at C 1, k0 10 its runs agreed 0.8
-    nats below the disagreeing prior-started runs).
+    Every round starts from the prior. Where the first round's runs disagree or miss the precision target, EP's
+    Gaussian of the whitened latents is computed once and, where EP converged, the later rounds' slice moves go
+    round it (:func:`ep_slice_guide`): the same targets, so each run stays unbiased and keeps the mass the prior's
+    start reaches, but the moves cross the target in fewer steps (documentation: normalisation, "eighth session").
+    Where those runs too disagree at the cap, tempered SMC starts again from that Gaussian, within
+    :data:`FALLBACK_LADDER`. Disagreeing runs are biased low, so the higher of the two values is kept: the
+    EP-started one where it is at least the prior-started one (trusted if its own runs agree), otherwise the
+    prior-started one (untrusted: EP's start then found less mass than the disagreeing prior-started runs, so it is
+    biased low too). EP's start is the last resort, not the first: it can be a worse start than the prior (on
+    synth.te at C 1, k0 1, length scale 0.5 the EP-started value was 0.5-0.7 nats below the prior-started one and
+    took 2-7x longer; at C 1, k0 10 its runs agreed 0.8 nats below the disagreeing prior-started runs).
     """
     chol = jnp.asarray(chol, dtype=jnp.float64)
     mask = jnp.ones(chol.shape[0], dtype=chol.dtype) if mask is None else jnp.asarray(mask, dtype=chol.dtype)
+    starts: list[WeightGaussian] = []
+
+    def guide_from_ep() -> tuple[Array, SliceGuide] | None:
+        starts.append(ep_weight_gaussian(chol, C, mask))
+        if not bool(starts[0].converged):
+            return None
+        guide, factor = ep_slice_guide(starts[0], chol)
+        # EP no narrower than the prior anywhere (lambda <= 0): the guide is the prior, whose moves go on
+        return (factor, guide) if bool(jnp.any(guide.excess_precision > 0)) else None
+
     with warnings.catch_warnings():  # disagreeing runs are the result's runs_agree, and the reason to go on
         warnings.simplefilter("ignore", RuntimeWarning)
-        prior = annealed_until_runs_agree(chol, product_route_log_likelihood, args=(C, mask), key=key, **options)
+        prior = annealed_until_runs_agree(chol, product_route_log_likelihood, args=(C, mask), key=key,
+                                          escalation=guide_from_ep, **options)
+        route = "guided" if prior.guided else "prior"
         if prior.runs_agree:
-            return RoutedEstimate(prior, "prior", None)
-        ep, start = annealed_from_ep(chol, C, mask, key=key, **{**options, "ladder": FALLBACK_LADDER})
+            return RoutedEstimate(prior, route, None)
+        ep, start = annealed_from_ep(chol, C, mask, key=key, start=starts[0] if starts else None,
+                                     **{**options, "ladder": FALLBACK_LADDER})
     if ep.value >= prior.value:
         return RoutedEstimate(ep, "ep", start)
-    return RoutedEstimate(prior, "prior", None)
+    return RoutedEstimate(prior, route, None)

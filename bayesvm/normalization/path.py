@@ -26,8 +26,9 @@ effective sample size falls below a fraction of S), or the point is far from
 every anchor, the path re-anchors: tempered SMC runs again at the new point.
 The estimate at the anchor itself is the SMC value (whose budget grows until
 its runs agree, :func:`bayesvm.normalization.budget.annealed_until_runs_agree`; under
-the exact prior, where they still disagree at its cap, started again from EP's
-Gaussian, :func:`bayesvm.normalization.ep_started.annealed_with_ep_fallback`), so the path is exactly
+the exact prior, moving round EP's Gaussian after a first round that misses and, where
+the runs still disagree at its cap, started again from that Gaussian,
+:func:`bayesvm.normalization.ep_started.annealed_with_ep_fallback`), so the path is exactly
 as accurate as tempered SMC there and degrades gracefully with distance; the
 effective sample size says how far.
 
