@@ -148,6 +148,37 @@ def test_a_search_anchor_grows_its_budget_to_twice_the_checks_precision_target()
     assert anchor.se <= target
 
 
+def test_an_anchor_whose_later_rounds_moved_round_eps_gaussian_reweights_like_fresh_tempered_smc(monkeypatch):
+    """Where an anchor's first round misses its precision target, its later rounds' slice moves go round EP's
+    Gaussian (route "guided"); their particles must still be draws of theta that the path reweights: at a point
+    nearby, against independent tempered SMC there."""
+    from bayesvm.normalization import path as path_module
+
+    routes = []
+
+    def recorded(*args, **kwargs):
+        routes.append(real(*args, **kwargs))
+        return routes[-1]
+
+    real = path_module.annealed_with_ep_fallback
+    monkeypatch.setattr(path_module, "annealed_with_ep_fallback", recorded)
+    X, _ = _subsample("pima", 100)
+    x0 = np.log([0.8, 40.0, 1.0, 7.0])
+    options = {"n_particles": 8, "n_runs": 8, "n_mcmc_steps": 1}  # a first round too small for the target
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with float64_scope():
+            path = AnnealedNormalization(key=0, options=options).along_path(X, RBF())
+            assert path.estimate(x0).anchored
+            x = x0 + np.array([0.1, -0.15, 0.0, 0.1])
+            estimate = path.estimate(x)
+            C, kernel = float(np.exp(x[0])), RBF().replace(**kernel_hyperparameters_at(RBF(), x))
+            reference = annealed_log_normalization(kernel, C, 100, X, route="product", key=7)
+    assert [r.route for r in routes] == ["guided"] and not estimate.anchored
+    assert reference.runs_agree
+    assert abs(estimate.value - reference.value) <= max(0.5, 3 * np.hypot(estimate.se, reference.se))
+
+
 @pytest.mark.slow
 def test_a_search_anchor_whose_first_round_agrees_low_grows_until_it_meets_a_long_reference():
     """At a hard pima point (400 rows, C 0.68, k0 42.8, k_b 38.3, length scale 6.6) an anchor's first round of
