@@ -154,13 +154,12 @@ def test_an_anchor_whose_later_rounds_moved_round_eps_gaussian_reweights_like_fr
     nearby, against independent tempered SMC there."""
     from bayesvm.normalization import path as path_module
 
-    routes = []
+    routes, real = [], path_module.annealed_with_ep_fallback
 
     def recorded(*args, **kwargs):
         routes.append(real(*args, **kwargs))
         return routes[-1]
 
-    real = path_module.annealed_with_ep_fallback
     monkeypatch.setattr(path_module, "annealed_with_ep_fallback", recorded)
     X, _ = _subsample("pima", 100)
     x0 = np.log([0.8, 40.0, 1.0, 7.0])

@@ -167,10 +167,11 @@ def annealed_with_ep_fallback(chol, C: float, mask=None, *, key=0, **options) ->
     starts: list[WeightGaussian] = []
 
     def guide_from_ep() -> tuple[Array, SliceGuide] | None:
-        starts.append(ep_weight_gaussian(chol, C, mask))
-        if not bool(starts[0].converged):
+        start = ep_weight_gaussian(chol, C, mask)
+        starts.append(start)  # for the fallback below
+        if not bool(start.converged):
             return None
-        guide, factor = ep_slice_guide(starts[0], chol)
+        guide, factor = ep_slice_guide(start, chol)
         # EP no narrower than the prior anywhere (lambda <= 0): the guide is the prior, whose moves go on
         return (factor, guide) if bool(jnp.any(guide.excess_precision > 0)) else None
 
