@@ -71,6 +71,17 @@ def test_ep_outputs_are_float64(x64_off, data):
     assert jnp.ones(3).dtype == jnp.float32
 
 
+def test_the_cells_of_a_point_hold_a_float64_gram_matrix(x64_off, data):
+    """A public helper that only builds arrays: outside the package's scope JAX would truncate them to float32."""
+    from bayesvm.evidence.log_evidence import point_cells
+
+    X, y = data
+    cells = point_cells(X, bayesvm.RBF(length_scale=0.7), 1.0, y=y)
+    assert cells.base.dtype == jnp.float64
+    np.testing.assert_allclose(np.asarray(cells.base), np.exp(-0.5 * ((X[:, None] - X[None]) ** 2).sum(-1) / 0.49),
+                               rtol=1e-12)
+
+
 def test_one_site_ep_evidence_has_float64_accuracy(x64_off):
     # one site: EP is exact, ln Q = ln kappa(C) + ln INT N(theta; 0, k) exp(-C max(0, 1 - theta)) dtheta
     k, C = 1.7, 0.5

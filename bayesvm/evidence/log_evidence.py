@@ -142,6 +142,7 @@ class Evidence:
         return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
 
 
+@float64
 def point_cells(X, kernel: Kernel, C: float, y=None, n: int | None = None) -> Cells:
     """(C, kernel) as one cell on the inputs X: the one unit-amplitude, zero-offset Gram matrix that every estimate
     at the point (the MAP fits, ln Q(D) of each problem, ln N(D)) shares."""
