@@ -71,8 +71,10 @@ class SearchOptions:
 
     max_iter: L-BFGS-B iterations per start; gtol: stop when every free
     coordinate's gradient is below this (nats per training point per unit
-    log); ftol: stop when an iteration improves ln P(D) by less than this relative
-    amount (the ln N(D) path's own noise is about 1e-2 nats); stall: stop when
+    log); ftol: L-BFGS-B's one-iteration test, stop when an iteration improves ln P(D) / n by less than this
+    relative amount (default 0: only an iteration that gains nothing; one small step on a ridge ended climbs short
+    of the maximum, which the ``stall`` test, over several iterations, does not: documentation, large data,
+    "ninth session"); stall: stop when
     the last ``stall`` iterations together raised ln P(D) by less than the
     standard error ln N(D) is estimated to
     (:func:`~bayesvm.normalization.budget.target_standard_error`, per
@@ -91,7 +93,7 @@ class SearchOptions:
 
     max_iter: int = 40
     gtol: float = 1e-4
-    ftol: float = 1e-5
+    ftol: float = 0.0
     stall: int = 3
     ep_damping: float = 0.2
     ep_tol: float = 1e-3
