@@ -81,7 +81,7 @@ def run_bayesvm(X_train, y_train, X_test, y_test) -> dict:
     try:
         return run_search(X_train, y_train, X_test, y_test)
     except Exception as error:
-        return {"error": repr(error), "traceback": traceback.format_exc(), "fit_s": time.perf_counter() - started}
+        return {"exception": repr(error), "traceback": traceback.format_exc(), "fit_s": time.perf_counter() - started}
 
 
 def study(name: str) -> dict:
@@ -100,13 +100,13 @@ def main(argv=None) -> None:
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     print(f"{'case':<22} {'n':>4} {'d':>3}  {'bayesvm s':>9} {'NLL':>6} {'checks':>7}  {'grid+Platt s':>12} {'NLL':>6}"
-          "  warnings / error", flush=True)
+          "  warnings / exception", flush=True)
     rows = []
     for name in args.cases:
         row = study(name)
         rows.append(row)
         ours, theirs = row["bayesvm"], row["cv+platt"]
-        notes = ours.get("error") or "; ".join(w["message"][:90] for w in ours["warnings"])
+        notes = ours.get("exception") or "; ".join(w["message"][:90] for w in ours["warnings"])
         checks = "pass" if ours.get("report", {}).get("trusted") else "FAIL"
         print(f"{name:<22} {row['n_train']:>4} {row['d']:>3}  {ours['fit_s']:>9.1f} {ours.get('nll', np.nan):>6.3f} "
               f"{checks:>7}  {theirs['fit_s']:>12.1f} {theirs['nll']:>6.3f}  {notes}", flush=True)
