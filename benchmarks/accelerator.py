@@ -8,8 +8,9 @@ what it buys, in one call sized for a short lease of a GPU machine (``--budget-s
   ordinary setting (RBF, C 1, k0 = k_b 10, length scale sqrt(10) on 10 standardised features), n from
   ``--sampler-sizes``, on the default device and, up to ``--cpu-up-to`` points, on the CPU of the same
   machine, with the same key (JAX's random numbers do not depend on the backend, so the two values differ
-  only where rounding sends a slice move another way). Counted: temperatures, likelihood evaluations per
-  move, and the floating-point work of the prior products (one (n x n) by (n x P) product per move);
+  only where rounding sends a slice move another way). Counted: temperatures (of the longest run), likelihood
+  evaluations per move, and the floating-point work of the prior products (one (n x n) by (n x P) product per
+  move, every run counted as long as the longest: an upper bound);
 * ``estimator``: the default ln N(D) estimator (its budget grown until the runs agree, route prior /
   guided / EP, ``bayesvm.normalization.ep_started.annealed_with_ep_fallback`` with the evidence's defaults:
   the precision target and the moves that grow with n) on the default device, n from
