@@ -394,6 +394,21 @@ def test_a_higher_point_that_fails_its_checks_is_reported_not_dropped_silently(m
     assert len(calls) == 2 and selection.report.trusted and selection.best["C"] == pytest.approx(calls[1])
 
 
+def test_where_the_search_and_a_fresh_ln_n_disagree_the_warning_says_the_evidence_may_be_overstated():
+    """The moons fit's answer (420 rows): the search's ln N(D) -59.25 against a fresh, trusted -56.93 +- 0.14, which
+    longer runs put 1.4-1.7 nats lower still (documentation: normalisation, tenth session). One warning, with both
+    values, that names the disagreement and says that ln P(D) may be overstated beyond its standard error."""
+    from bayesvm.selection.trust import TrustReport, warn_untrusted
+
+    report = TrustReport(search_log_normalization=-59.25, reference_log_normalization=-56.93, reference_se=0.14,
+                         runs_agree=True, normalization_agrees=False, naive_converged=True)
+    with pytest.warns(RuntimeWarning) as record:
+        warn_untrusted(report, 0.897, 117.5)
+    message = str(record[0].message)
+    assert len(record) == 1 and "-59.25" in message and "-56.93 +- 0.14" in message
+    assert "disagree" in message and "overstated by more than its standard error" in message
+
+
 def test_refining_the_path_drops_the_anchor_a_fresh_estimate_contradicts_and_keeps_the_others():
     """An anchor whose runs agreed while all missing the same mass (here: shifted 5 nats low) misleads the path
     around it; a refinement at a point it serves replaces it, and the path then matches an independent tempered-SMC

@@ -101,7 +101,9 @@ def warn_untrusted(report: TrustReport, C: float, amplitude: float) -> None:
         warnings.warn(
             f"the search's ln N(D) estimate ({report.search_log_normalization:.2f}) and a fresh tempered-SMC "
             f"estimate ({report.reference_log_normalization:.2f} +- {report.reference_se:.2f}) disagree {where}: "
-            "the search moved on an inaccurate ln N(D), and the point may not be the evidence maximum",
+            "the search moved on an inaccurate ln N(D), and the point may not be the evidence maximum. Where the "
+            "sampler's estimates differ this much the fresh one can be low as well (agreeing runs that all miss the "
+            "same mass), so ln P(D) there may be overstated by more than its standard error",
             RuntimeWarning, stacklevel=5,
         )
     if not report.naive_converged:
