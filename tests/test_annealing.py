@@ -453,6 +453,37 @@ def test_where_the_prior_started_runs_disagree_the_ep_start_gives_a_trusted_valu
     assert prior_route.value <= default.value + 3.0 * np.hypot(prior_route.se, default.se) + FLOOR
 
 
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="known gap (docs/normalisation.md, tenth session): at a large amplitude on two features the "
+                   "default is either trusted and 0.8-2.1 nats below runs with more temperatures, or untrusted")
+def test_default_normalisation_at_a_large_amplitude_is_trusted_and_matches_a_run_with_more_temperatures():
+    """The answer of the moons fit whose check warns (420 standardised rows of make_moons(600, noise 0.3), C 0.897,
+    k0 117, k_b/k0 1.05, length scale 1.27): ln N(D) as ``log_evidence`` computes it must be trusted and within
+    the target n / 1000 nats of a run with 4x its moves and temperatures for a target ESS of 0.95 (another seed,
+    agreeing runs: -55.78). Today it is neither reliably: at these rounded hyperparameters its runs disagree at the
+    cap (-55.01 +- 0.75, untrusted), at the fit's own it was trusted at -56.61 and -56.93."""
+    from sklearn.datasets import make_moons
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    from bayesvm import log_evidence
+    from bayesvm.normalization.budget import default_moves
+
+    X, y = make_moons(600, noise=0.3, random_state=0)
+    X, _, y, _ = train_test_split(X, y, test_size=0.3, stratify=y, random_state=0)
+    X = StandardScaler().fit_transform(X)
+    kernel, c = RBF(length_scale=1.2744, amplitude=117.465, offset=117.465 * 1.0513), 0.8968
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the untrusted case is judged below
+        default = log_evidence(X, y, C=c, kernel=kernel, random_state=0)
+    gradual = annealed_log_normalization(kernel, c, 420, X, route="product", key=2, n_mcmc_steps=4 * default_moves(420),
+                                         target_ess=0.95)
+    if not gradual.runs_agree:  # not the known gap: a plain failure, not the expected one
+        pytest.fail(f"the reference's runs disagree: {gradual}")
+    assert default.normalization_trusted and abs(default.log_normalization - gradual.value) <= 0.42
+
+
 @pytest.mark.parametrize("padding", [0, 3])
 def test_ep_started_normalisation_matches_brute_force_monte_carlo_on_six_points(padding):
     """Tempered SMC from EP's Gaussian (bayesvm.normalization.ep_started) against 10^6 plain prior draws at n = 6,
