@@ -259,10 +259,11 @@ class SampledNaive:
 def _from_annealing(results) -> Estimate:
     return Estimate(
         np.array([r.value for r in results]), np.array([r.se for r in results]),
-        np.array([r.runs_agree for r in results]),
+        np.array([r.trusted for r in results]),
         {"ess": np.array([r.ess for r in results]), "n_runs": np.array([r.n_runs for r in results]),
          "n_particles": np.array([r.n_particles for r in results]),
-         "n_mcmc_steps": np.array([r.n_mcmc_steps for r in results])},
+         "n_mcmc_steps": np.array([r.n_mcmc_steps for r in results]),
+         "settled": np.array([r.settled for r in results])},
     )
 
 

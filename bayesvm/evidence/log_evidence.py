@@ -232,8 +232,9 @@ def _normalization_estimate(cells: Cells, method: str, n_samples: int, random_st
     named estimator; warns when it is not to be trusted."""
     estimate = normalization_estimator(method, key=random_state, n_samples=n_samples)(cells).at(0)
     if not estimate.trusted:
-        warnings.warn(_UNTRUSTED_NORMALIZATION[method].format(**estimate.diagnostics), RuntimeWarning,
-                      stacklevel=stacklevel)
+        unsettled = method == "annealed" and not estimate.diagnostics["settled"]
+        warnings.warn(_UNTRUSTED_NORMALIZATION["annealed-unsettled" if unsettled else method].format(
+            **estimate.diagnostics), RuntimeWarning, stacklevel=stacklevel)
     return estimate
 
 
@@ -241,6 +242,8 @@ def _normalization_estimate(cells: Cells, method: str, n_samples: int, random_st
 _UNTRUSTED_NORMALIZATION = {
     "annealed": "the tempered-SMC runs for ln N(D) disagree (effective number of runs {ess:.1f} of {n_runs}): the "
                 "value is biased low and its standard error unreliable",
+    "annealed-unsettled": "the tempered-SMC runs for ln N(D) agree, but their value still rose by more than its "
+                          "tolerance at the largest budget: it is likely still biased low (the evidence biased high)",
     "annealed-stand-in": "the tempered-SMC runs for ln N(D) disagree (effective number of runs {ess:.1f} of "
                          "{n_runs}): the value is biased low and its standard error unreliable",
     "ep": "EP for ln N(D) did not converge; the value is unreliable",

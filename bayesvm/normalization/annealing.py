@@ -90,6 +90,9 @@ DEFAULT_RUNS = 16
 MIN_EFFECTIVE_RUNS = 8
 
 
+#: the adaptive schedule's target: each step keeps this fraction of the particles effective
+DEFAULT_TARGET_ESS = 0.5
+
 #: elliptical slice moves per particle per temperature by default (at most 250 training inputs; see
 #: :func:`bayesvm.normalization.budget.default_moves`)
 DEFAULT_MCMC_STEPS = 5
@@ -132,11 +135,16 @@ class AnnealingResult:
     guided
         Whether the slice moves went round a guide (:class:`bayesvm.normalization.smc.SliceGuide`) instead of
         the prior.
+    settled
+        False only where :func:`bayesvm.normalization.budget.annealed_until_runs_agree` ended at its cap with the
+        value still rising from one budget to the next by more than its tolerance (so likely still biased low).
     particles
         With ``keep_particles``: the final particles (R, N, M); otherwise None.
     runs_agree
         (property) ``ess`` is at least half the runs or :data:`MIN_EFFECTIVE_RUNS`:
         below that the value is likely biased low and ``se`` is not to be trusted.
+    trusted
+        (property) the runs agree and the value has settled.
     """
 
     value: float
@@ -152,11 +160,16 @@ class AnnealingResult:
     n_runs: int
     n_mcmc_steps: int
     guided: bool = False
+    settled: bool = True
     particles: Array | None = dataclasses.field(default=None, repr=False, compare=False)
 
     @property
     def runs_agree(self) -> bool:
         return bool(self.ess >= min(0.5 * self.n_runs, MIN_EFFECTIVE_RUNS))
+
+    @property
+    def trusted(self) -> bool:
+        return self.runs_agree and self.settled
 
 
 # ---------------------------------------------------------------- likelihoods
@@ -256,7 +269,7 @@ def annealed_log_expectation(
     n_particles: int = 128,
     n_runs: int = DEFAULT_RUNS,
     n_mcmc_steps: int = DEFAULT_MCMC_STEPS,
-    target_ess: float = 0.5,
+    target_ess: float = DEFAULT_TARGET_ESS,
     temperatures=None,
     max_temperatures: int = 1000,
     max_shrinks: int = 12,

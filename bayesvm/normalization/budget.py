@@ -12,6 +12,7 @@ move round a guide instead of the prior (``escalation``; the exact prior's ln N(
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from .._validation import check_count
 from .annealing import (
     DEFAULT_MCMC_STEPS,
     DEFAULT_RUNS,
+    DEFAULT_TARGET_ESS,
     AnnealingResult,
     annealed_log_expectation,
     as_key,
@@ -34,7 +36,8 @@ from .smc import SliceGuide
 
 Array = jax.Array
 
-__all__ = ["BUDGET_LADDER", "Budget", "annealed_until_runs_agree", "default_moves", "target_standard_error"]
+__all__ = ["BUDGET_LADDER", "Budget", "annealed_until_runs_agree", "default_moves", "settling_tolerance",
+           "target_standard_error"]
 
 
 #: the standard error ln N(D) should reach over n training inputs, in nats: a third of an accuracy of 1 nat per
@@ -58,20 +61,27 @@ def default_moves(n: int) -> int:
 
 class Budget(NamedTuple):
     """One round of :func:`annealed_until_runs_agree`: R runs with ``particles`` times the first round's particles
-    per run and ``moves`` times its slice moves per temperature (its cost is about ``particles * moves`` rounds)."""
+    per run and ``moves`` times its slice moves per temperature, and where ``target_ess`` is given, that target
+    for the adaptive schedule in place of the caller's (a higher target takes more, smaller temperature steps; its
+    cost is about ``particles * moves`` rounds times the ratio of the numbers of temperatures)."""
 
     particles: int = 1
     moves: int = 1
+    target_ess: float | None = None
 
 
 #: :func:`annealed_until_runs_agree`'s budget, round by round; a round with the same budget as the one before is
-#: pooled with it, a new budget starts afresh; the last round is the cap (here 10x the first round's work in all).
+#: pooled with it, a new budget starts afresh; the last round is the cap (here about 20x the first round's work in all).
 #: It grows the moves, not the particles: where the first rounds' runs disagree, their spread comes from particles
 #: that have not mixed at each temperature, not from too few of them. Measured at four such points (pima 400 rows,
 #: Ripley's synth 560; two seeds each, 16 runs; documentation: normalisation, "Moves, not particles"), at 4x the work
 #: the runs' ln Z_r spread 0.38-0.45 nats with 4x the moves against 0.54-0.87 with 4x the particles (0.77-1.53 at
-#: the first round's budget); at easy points, where the particles limit it, the first round already agrees
-BUDGET_LADDER = (Budget(1, 1), Budget(1, 1), Budget(1, 4), Budget(1, 4))
+#: the first round's budget); at easy points, where the particles limit it, the first round already agrees.
+#: Its last rung, reached only where the value has not settled at 4x the moves, keeps those moves and takes more,
+#: smaller temperature steps (target ESS 0.9, 2.2-2.8x the temperatures): at moons' answer (420 rows) that brought
+#: ln N(D) from 0.8-2.1 nats below references to within their range (documentation: normalisation, "The value must
+#: settle")
+BUDGET_LADDER = (Budget(1, 1), Budget(1, 1), Budget(1, 4), Budget(1, 4), Budget(1, 4, 0.9))
 
 
 @float64
@@ -80,55 +90,95 @@ def annealed_until_runs_agree(chol, log_likelihood: Callable, *, key=0, n_partic
                               ladder=BUDGET_LADDER, max_se: float = np.inf,
                               escalation: Callable[[], tuple[Array, SliceGuide] | None] | None = None,
                               **options) -> AnnealingResult:
-    """:func:`annealed_log_expectation`, with a budget that grows until the runs agree, up to a cap.
+    """:func:`annealed_log_expectation`, with a budget that grows until the runs agree and the value settles, up to a
+    cap.
 
-    Round by round of ``ladder`` (:class:`Budget` multiples of ``n_particles`` and ``n_mcmc_steps``; a plain
-    integer multiplies the particles alone): ``n_runs`` runs of that size, pooled (:func:`pooled`) with the
-    rounds before it of the same size; it stops at the first round after which the pooled runs agree
-    (:attr:`AnnealingResult.runs_agree`) and the standard error is at most ``max_se`` (a precision target; past
-    the cap a larger error is returned without a warning, as the error says it). The first round is exactly
-    :func:`annealed_log_expectation` with ``key``; later rounds fold their index into it. Runs that still
-    disagree after the last round are returned with a ``RuntimeWarning``. ``options`` go to every round
-    (``keep_particles`` returns the pooled particles).
+    Round by round of ``ladder`` (:class:`Budget` multiples of ``n_particles`` and ``n_mcmc_steps``, optionally
+    with their own target ESS; a plain integer multiplies the particles alone): ``n_runs`` runs of that size,
+    pooled (:func:`pooled`) with the rounds before it of the same budget; it stops at the first round after which
+    the pooled runs agree (:attr:`AnnealingResult.runs_agree`), the standard error is at most ``max_se`` (a
+    precision target; past the cap a larger error is returned without a warning, as the error says it) and the
+    value has settled: it lies at most :func:`settling_tolerance` above the value of the budget before it (whose runs
+    may disagree: those are low too). Runs that agree while all missing the same mass are low together, and only a
+    larger budget shows it (documentation: normalisation, "The value must settle"); where it rises by more, the next
+    larger budget follows at once. The first round is exactly :func:`annealed_log_expectation` with ``key``; later rounds fold
+    their index into it. Runs that still disagree, or a value still rising, after the last round are returned
+    with a ``RuntimeWarning`` (and ``settled`` False in the latter case). ``options`` go to every round
+    (``keep_particles`` returns the pooled particles; ``target_ess`` is the rounds' target where their budget
+    names none).
 
-    ``escalation`` (optional, no arguments) is called once, after the first round that misses: where it returns
-    ``(factor, guide)``, every later round's slice moves go round ``guide`` (a :class:`SliceGuide`) with
-    ``factor`` in place of ``chol`` (same prior, see :func:`annealed_log_expectation`), pooled only with each
-    other; where it returns None, the ladder goes on with the prior's moves.
+    ``escalation`` (optional, no arguments) is called once, after the first round that misses agreement or
+    precision: where it returns ``(factor, guide)``, every later round's slice moves go round ``guide`` (a
+    :class:`SliceGuide`) with ``factor`` in place of ``chol`` (same prior, see :func:`annealed_log_expectation`),
+    pooled only with each other (the guided moves count as a larger budget); where it returns None, the ladder goes
+    on with the prior's moves.
     """
     base = as_key(key)
     budgets = _budgets(ladder)
+    target_ess = options.pop("target_ess", DEFAULT_TARGET_ESS)
     factor, guide = chol, None
     same_size: list[AnnealingResult] = []
+    size = result = smaller = None  # smaller: the last smaller budget's pooled estimate
     index = 0
     while index < len(budgets):
-        size = (budgets[index].particles * n_particles, budgets[index].moves * n_mcmc_steps)
-        if same_size and (same_size[-1].n_particles, same_size[-1].n_mcmc_steps) != size:
-            same_size = []
+        budget = budgets[index]
+        previous, size = size, (budget.particles * n_particles, budget.moves * n_mcmc_steps,
+                                target_ess if budget.target_ess is None else budget.target_ess)
+        if size != previous and same_size:
+            smaller, same_size = result, []
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             same_size.append(annealed_log_expectation(
                 factor, log_likelihood, key=base if index == 0 else jax.random.fold_in(base, index),
-                n_particles=size[0], n_mcmc_steps=size[1], n_runs=n_runs, guide=guide, **options))
+                n_particles=size[0], n_mcmc_steps=size[1], target_ess=size[2], n_runs=n_runs, guide=guide,
+                **options))
         result = pooled(same_size)
         if result.runs_agree and result.se <= max_se:
-            return result
+            if smaller is None or result.value - smaller.value <= settling_tolerance(smaller, result, max_se):
+                return result
+            index = _next_budget(budgets, index)  # precise but still rising: a repeat of this budget cannot help
+            continue
         guided = escalation() if escalation is not None and index + 1 < len(budgets) else None
         escalation = None
         if guided is not None:  # the guided rounds start afresh: nothing to skip
-            (factor, guide), same_size, index = guided, [], index + 1
+            smaller, (factor, guide), same_size, index = result, guided, [], index + 1
         else:
             index = _next_round(budgets, index, len(same_size), result.se, max_se)
-    if result.runs_agree:
-        return result
-    warnings.warn(
-        f"the annealing runs still disagree at the largest budget ({result.n_runs} runs of {result.n_particles} "
-        f"particles, {result.n_mcmc_steps} moves per temperature; ln Z_r spread {np.std(result.log_z_runs):.2g} "
-        f"nats, effective number of runs {result.ess:.1f}): the value is likely biased low and its standard error "
-        "unreliable",
-        RuntimeWarning, stacklevel=3,
-    )
+    if not result.runs_agree:
+        warnings.warn(
+            f"the annealing runs still disagree at the largest budget ({result.n_runs} runs of {result.n_particles} "
+            f"particles, {result.n_mcmc_steps} moves per temperature; ln Z_r spread {np.std(result.log_z_runs):.2g} "
+            f"nats, effective number of runs {result.ess:.1f}): the value is likely biased low and its standard "
+            "error unreliable",
+            RuntimeWarning, stacklevel=3,
+        )
+    elif smaller is not None and result.value - smaller.value > settling_tolerance(smaller, result, max_se):
+        warnings.warn(
+            f"the annealed value still rose by {result.value - smaller.value:.2f} nats at the largest budget "
+            f"({smaller.value:.2f} -> {result.value:.2f}; {result.n_runs} runs of {result.n_particles} particles, "
+            f"{result.n_mcmc_steps} moves per temperature): it is likely still biased low",
+            RuntimeWarning, stacklevel=3,
+        )
+        return dataclasses.replace(result, settled=False)
     return result
+
+
+def settling_tolerance(smaller: AnnealingResult, larger: AnnealingResult, max_se: float) -> float:
+    """How far a larger budget's value may lie above a smaller one's before the smaller counts as biased low:
+    max(3 ``max_se``, 2 sqrt(se_smaller^2 + se_larger^2)) nats (infinite without a precision target).
+
+    Three times the precision target is the accuracy the target stands for (1 nat per 1,000 points at
+    :func:`target_standard_error`); twice the combined standard error keeps the runs' own noise from
+    passing for a bias."""
+    return max(3.0 * max_se, 2.0 * math.hypot(smaller.se, larger.se))
+
+
+def _next_budget(budgets: tuple[Budget, ...], index: int) -> int:
+    """The index of the first round after ``index`` with a budget other than its own (``len(budgets)`` if none)."""
+    following = index + 1
+    while following < len(budgets) and budgets[following] == budgets[index]:
+        following += 1
+    return following
 
 
 def _next_round(budgets: tuple[Budget, ...], index: int, pooled_rounds: int, se: float, max_se: float) -> int:
@@ -143,9 +193,7 @@ def _next_round(budgets: tuple[Budget, ...], index: int, pooled_rounds: int, se:
     followed by the larger round; documentation: normalisation, "Repeats that cannot reach the target").
     A repeat that is the ladder's last round is kept: past the cap only the runs' agreement counts.
     """
-    following = index + 1
-    while following < len(budgets) and budgets[following] == budgets[index]:
-        following += 1
+    following = _next_budget(budgets, index)
     repeats = following - index - 1
     if repeats and following < len(budgets) and se * pooled_rounds / (pooled_rounds + repeats) > max_se:
         return following
@@ -161,4 +209,6 @@ def _budgets(ladder) -> tuple[Budget, ...]:
     for budget in budgets:
         check_count(budget.particles, "a ladder's particle multiple", 1)
         check_count(budget.moves, "a ladder's move multiple", 1)
+        if budget.target_ess is not None and not 0.0 < budget.target_ess < 1.0:
+            raise ValueError(f"a ladder's target ESS must lie strictly between 0 and 1; got {budget.target_ess}")
     return budgets

@@ -53,7 +53,7 @@ def _ess_fraction(log_weights: Array) -> Array:
     return jnp.exp(2.0 * logsumexp(log_weights, -1) - logsumexp(2.0 * log_weights, -1) - jnp.log(n))
 
 
-def _next_increment(ll: Array, beta: Array, target_ess: float, n_bisections: int = 60) -> Array:
+def _next_increment(ll: Array, beta: Array, target_ess: Array | float, n_bisections: int = 60) -> Array:
     """Largest delta in (0, 1 - beta] with ESS(exp(delta ll)) >= target_ess, per run.
 
     The particles are equally weighted after resampling, so this is the
@@ -235,7 +235,6 @@ def _mutate(key, theta, ll, beta, chol, loglik, max_shrinks: int, n_steps: Array
         "log_likelihood",
         "n_particles",
         "n_runs",
-        "target_ess",
         "max_temperatures",
         "max_shrinks",
         "move_last",
@@ -252,7 +251,7 @@ def smc_runs(
     n_particles: int,
     n_runs: int,
     n_mcmc_steps: Array | int,
-    target_ess: float,
+    target_ess: Array | float,
     max_temperatures: int,
     max_shrinks: int,
     move_last: bool = False,
@@ -266,7 +265,8 @@ def smc_runs(
     ln mean_i exp((beta_{t+1} - beta_t) L_i) to ln Z, resample systematically,
     move every particle ``n_mcmc_steps`` times at beta_{t+1} (after the last
     reweighting only with ``move_last``, when the particles themselves are wanted).
-    ``n_mcmc_steps`` is traced, so every number of moves shares one compilation.
+    ``n_mcmc_steps`` and ``target_ess`` are traced, so every number of moves and every target share one
+    compilation.
 
     ``chol`` (M, D) may be tall (M > D): the particles are then theta = chol w, w ~ N(0, I_D), of which the
     likelihood may read linear images beside w itself. The ellipse is linear in w, so every image moves with it

@@ -40,7 +40,8 @@ class TrustReport(NamedTuple):
 
     search_log_normalization: the search's estimate of ln N(D) there;
     reference_log_normalization, reference_se: the fresh tempered-SMC value;
-    runs_agree: its independent runs agree (at the largest budget it reached);
+    runs_agree: its independent runs agree and its value settled as the budget grew (at the largest budget it
+    reached; see :func:`bayesvm.normalization.budget.annealed_until_runs_agree`);
     normalization_agrees: search and reference within tolerance;
     naive_converged, posterior_converged: EP for ln Q(D) at full tolerance.
     """
@@ -92,9 +93,10 @@ def warn_untrusted(report: TrustReport, C: float, amplitude: float) -> None:
     where = f"at the selected point (C = {C:.3g}, amplitude = {amplitude:.3g})"
     if not report.runs_agree:
         warnings.warn(
-            f"ln N(D) could not be estimated reliably {where}: the independent tempered-SMC runs disagree, so "
-            "its value is likely biased low and the evidence biased high (a prior far wider than the margin and "
-            "nearly constant over the data). Bound the amplitude or fix C, and compare with cross-validation",
+            f"ln N(D) could not be estimated reliably {where}: the independent tempered-SMC runs disagree, or "
+            "agree but still rose with the sampler's budget at its cap, so its value is likely biased low and the "
+            "evidence biased high (a prior far wider than the margin). Bound the amplitude or fix C, and compare "
+            "with cross-validation",
             RuntimeWarning, stacklevel=5,
         )
     elif not report.normalization_agrees:
