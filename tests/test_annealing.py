@@ -447,7 +447,8 @@ def _scripted_rounds(monkeypatch, values: dict) -> list[tuple[int, float]]:
 def test_a_value_that_rises_with_the_budget_goes_on_to_the_next_budget_and_is_untrusted_at_the_cap(monkeypatch):
     """Agreeing, precise runs are not enough where they lie above the budget before them by more than the settling
     tolerance (here 3 x 0.1 nats): the next budget follows, and a value still rising at the cap is returned with
-    settled False and a warning. The first round's runs agree but miss the precision target (spread about 0.6 nats)."""
+    settled False and a warning; without ``settle`` the first precise round is kept. The first round's runs agree
+    but miss the precision target (spread about 0.6 nats)."""
     from bayesvm.normalization.budget import settling_tolerance
 
     ladder = (Budget(1, 1), Budget(1, 4), Budget(1, 4, 0.9))
@@ -462,6 +463,9 @@ def test_a_value_that_rises_with_the_budget_goes_on_to_the_next_budget_and_is_un
     assert len(made) == 3 and rising.runs_agree and not rising.settled and not rising.trusted
     made = _scripted_rounds(monkeypatch, {(2, 0.5): (-10.0, 1.0), (8, 0.5): (-10.0, 0.05), (8, 0.9): (-9.0, 0.05)})
     assert annealed_until_runs_agree(None, None, **kwargs).settled and made == [(2, 0.5), (8, 0.5)]
+    made = _scripted_rounds(monkeypatch, {(2, 0.5): (-12.0, 1.0), (8, 0.5): (-10.0, 0.05), (8, 0.9): (-9.0, 0.05)})
+    unchecked = annealed_until_runs_agree(None, None, settle=False, **kwargs)  # the search's anchors
+    assert made == [(2, 0.5), (8, 0.5)] and unchecked.settled
     lower, higher = (dataclasses.replace(settled, se=se) for se in (0.3, 0.4))
     assert settling_tolerance(lower, higher, 0.1) == pytest.approx(1.0)  # twice the combined error dominates
     assert settling_tolerance(lower, higher, np.inf) == np.inf  # no precision target, no settling rule

@@ -87,7 +87,7 @@ BUDGET_LADDER = (Budget(1, 1), Budget(1, 1), Budget(1, 4), Budget(1, 4), Budget(
 @float64
 def annealed_until_runs_agree(chol, log_likelihood: Callable, *, key=0, n_particles: int = 128,
                               n_runs: int = DEFAULT_RUNS, n_mcmc_steps: int = DEFAULT_MCMC_STEPS,
-                              ladder=BUDGET_LADDER, max_se: float = np.inf,
+                              ladder=BUDGET_LADDER, max_se: float = np.inf, settle: bool = True,
                               escalation: Callable[[], tuple[Array, SliceGuide] | None] | None = None,
                               **options) -> AnnealingResult:
     """:func:`annealed_log_expectation`, with a budget that grows until the runs agree and the value settles, up to a
@@ -97,8 +97,8 @@ def annealed_until_runs_agree(chol, log_likelihood: Callable, *, key=0, n_partic
     with their own target ESS; a plain integer multiplies the particles alone): ``n_runs`` runs of that size,
     pooled (:func:`pooled`) with the rounds before it of the same budget; it stops at the first round after which
     the pooled runs agree (:attr:`AnnealingResult.runs_agree`), the standard error is at most ``max_se`` (a
-    precision target; past the cap a larger error is returned without a warning, as the error says it) and the
-    value has settled: it lies at most :func:`settling_tolerance` above the value of the budget before it (whose runs
+    precision target; past the cap a larger error is returned without a warning, as the error says it) and, with
+    ``settle``, the value has settled: it lies at most :func:`settling_tolerance` above the value of the budget before it (whose runs
     may disagree: those are low too). Runs that agree while all missing the same mass are low together, and only a
     larger budget shows it (documentation: normalisation, "The value must settle"); where it rises by more, the next
     larger budget follows at once. The first round is exactly :func:`annealed_log_expectation` with ``key``; later rounds fold
@@ -134,7 +134,8 @@ def annealed_until_runs_agree(chol, log_likelihood: Callable, *, key=0, n_partic
                 **options))
         result = pooled(same_size)
         if result.runs_agree and result.se <= max_se:
-            if smaller is None or result.value - smaller.value <= settling_tolerance(smaller, result, max_se):
+            if not settle or smaller is None or result.value - smaller.value <= settling_tolerance(
+                    smaller, result, max_se):
                 return result
             index = _next_budget(budgets, index)  # precise but still rising: a repeat of this budget cannot help
             continue
@@ -152,7 +153,7 @@ def annealed_until_runs_agree(chol, log_likelihood: Callable, *, key=0, n_partic
             "error unreliable",
             RuntimeWarning, stacklevel=3,
         )
-    elif smaller is not None and result.value - smaller.value > settling_tolerance(smaller, result, max_se):
+    elif settle and smaller is not None and result.value - smaller.value > settling_tolerance(smaller, result, max_se):
         warnings.warn(
             f"the annealed value still rose by {result.value - smaller.value:.2f} nats at the largest budget "
             f"({smaller.value:.2f} -> {result.value:.2f}; {result.n_runs} runs of {result.n_particles} particles, "

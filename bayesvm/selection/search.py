@@ -47,7 +47,7 @@ from ..hyperparameters import SearchSpace, kernel_hyperparameters_at, pairwise_d
 from ..hyperparameters import feature_pairwise_distances
 from ..kernels import Kernel, is_ard
 from ..normalization.budget import default_moves, target_standard_error
-from ..normalization.path import ANCHOR_ANNEALING, ReweightedPath
+from ..normalization.path import ANCHOR_ANNEALING, ANCHOR_BUDGET, ReweightedPath
 from .search_priors import FullPrior, InducingPrior
 
 __all__ = [
@@ -392,12 +392,14 @@ class EvidenceAscent:
         From here on the path's anchors take the check's slice moves per temperature
         (:func:`~bayesvm.normalization.budget.default_moves`): runs with too few moves agree while missing the
         same mass, which is what misled the path. The new anchor at x also has the check's particles (x is where
-        the maximum seemed to be, often where runs are hard to make agree) but the path's precision target, not
-        the check's; later anchors keep the search's particles. Its value at x is independent of the fresh check.
+        the maximum seemed to be, often where runs are hard to make agree) but the path's precision target and
+        budget (:data:`~bayesvm.normalization.path.ANCHOR_BUDGET`), not the check's; later anchors keep the search's
+        particles. Its value at x is independent of the fresh check.
         """
         started = time.perf_counter()
         moves = default_moves(int(self.objective.X.shape[0]))
-        self.path.refine(x, {"n_mcmc_steps": moves, "max_se": self.path.annealing.get("max_se", np.inf)}, tolerance)
+        self.path.refine(x, {"n_mcmc_steps": moves, "max_se": self.path.annealing.get("max_se", np.inf),
+                             **ANCHOR_BUDGET}, tolerance)
         self.path.annealing = {**self.path.annealing, "n_mcmc_steps": moves}
         self.seconds += time.perf_counter() - started
         self.climb(x, note=f"{_REFINED} {_describe(x)}: ")
