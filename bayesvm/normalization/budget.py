@@ -71,16 +71,17 @@ class Budget(NamedTuple):
 
 
 #: :func:`annealed_until_runs_agree`'s budget, round by round; a round with the same budget as the one before is
-#: pooled with it, a new budget starts afresh; the last round is the cap (here about 20x the first round's work in all).
+#: pooled with it, a new budget starts afresh; the last round is the cap (here about 20x the first round's work in
+#: all).
 #: It grows the moves, not the particles: where the first rounds' runs disagree, their spread comes from particles
 #: that have not mixed at each temperature, not from too few of them. Measured at four such points (pima 400 rows,
 #: Ripley's synth 560; two seeds each, 16 runs; documentation: normalisation, "Moves, not particles"), at 4x the work
 #: the runs' ln Z_r spread 0.38-0.45 nats with 4x the moves against 0.54-0.87 with 4x the particles (0.77-1.53 at
 #: the first round's budget); at easy points, where the particles limit it, the first round already agrees.
-#: Its last rung, reached only where the value has not settled at 4x the moves, keeps those moves and takes more,
-#: smaller temperature steps (target ESS 0.9, 2.2-2.8x the temperatures): at moons' answer (420 rows) that brought
-#: ln N(D) from 0.8-2.1 nats below references to within their range (documentation: normalisation, "The value must
-#: settle")
+#: Its last rung, reached only where the value has not settled or the runs still disagree at 4x the moves, keeps
+#: those moves and takes more, smaller temperature steps (target ESS 0.9, 2.2-2.8x the temperatures): at moons'
+#: answer (420 rows) that brought ln N(D) from 0.8-2.1 nats below references to within their range
+#: (documentation: normalisation, "The value must settle")
 BUDGET_LADDER = (Budget(1, 1), Budget(1, 1), Budget(1, 4), Budget(1, 4), Budget(1, 4, 0.9))
 
 
@@ -98,14 +99,14 @@ def annealed_until_runs_agree(chol, log_likelihood: Callable, *, key=0, n_partic
     pooled (:func:`pooled`) with the rounds before it of the same budget; it stops at the first round after which
     the pooled runs agree (:attr:`AnnealingResult.runs_agree`), the standard error is at most ``max_se`` (a
     precision target; past the cap a larger error is returned without a warning, as the error says it) and, with
-    ``settle``, the value has settled: it lies at most :func:`settling_tolerance` above the value of the budget before it (whose runs
-    may disagree: those are low too). Runs that agree while all missing the same mass are low together, and only a
-    larger budget shows it (documentation: normalisation, "The value must settle"); where it rises by more, the next
-    larger budget follows at once. The first round is exactly :func:`annealed_log_expectation` with ``key``; later rounds fold
-    their index into it. Runs that still disagree, or a value still rising, after the last round are returned
-    with a ``RuntimeWarning`` (and ``settled`` False in the latter case). ``options`` go to every round
-    (``keep_particles`` returns the pooled particles; ``target_ess`` is the rounds' target where their budget
-    names none).
+    ``settle``, the value has settled: it lies at most :func:`settling_tolerance` above the value of the budget
+    before it (whose runs may disagree: those are low too). Runs that agree while all missing the same mass are low
+    together, and only a larger budget shows it (documentation: normalisation, "The value must settle"); where it
+    rises by more, the next larger budget follows at once. The first round is exactly
+    :func:`annealed_log_expectation` with ``key``; later rounds fold their index into it. Runs that still
+    disagree, or a value still rising, after the last round are returned with a ``RuntimeWarning`` (and
+    ``settled`` False in the latter case). ``options`` go to every round (``keep_particles`` returns the pooled
+    particles; ``target_ess`` is the rounds' target where their budget names none).
 
     ``escalation`` (optional, no arguments) is called once, after the first round that misses agreement or
     precision: where it returns ``(factor, guide)``, every later round's slice moves go round ``guide`` (a
@@ -134,8 +135,7 @@ def annealed_until_runs_agree(chol, log_likelihood: Callable, *, key=0, n_partic
                 **options))
         result = pooled(same_size)
         if result.runs_agree and result.se <= max_se:
-            if not settle or smaller is None or result.value - smaller.value <= settling_tolerance(
-                    smaller, result, max_se):
+            if not (settle and _still_rising(smaller, result, max_se)):
                 return result
             index = _next_budget(budgets, index)  # precise but still rising: a repeat of this budget cannot help
             continue
@@ -153,7 +153,7 @@ def annealed_until_runs_agree(chol, log_likelihood: Callable, *, key=0, n_partic
             "error unreliable",
             RuntimeWarning, stacklevel=3,
         )
-    elif settle and smaller is not None and result.value - smaller.value > settling_tolerance(smaller, result, max_se):
+    elif settle and _still_rising(smaller, result, max_se):
         warnings.warn(
             f"the annealed value still rose by {result.value - smaller.value:.2f} nats at the largest budget "
             f"({smaller.value:.2f} -> {result.value:.2f}; {result.n_runs} runs of {result.n_particles} particles, "
@@ -172,6 +172,12 @@ def settling_tolerance(smaller: AnnealingResult, larger: AnnealingResult, max_se
     :func:`target_standard_error`); twice the combined standard error keeps the runs' own noise from
     passing for a bias."""
     return max(3.0 * max_se, 2.0 * math.hypot(smaller.se, larger.se))
+
+
+def _still_rising(smaller: AnnealingResult | None, larger: AnnealingResult, max_se: float) -> bool:
+    """Whether ``larger`` lies more than :func:`settling_tolerance` above the smaller budget's value (False without
+    one)."""
+    return smaller is not None and larger.value - smaller.value > settling_tolerance(smaller, larger, max_se)
 
 
 def _next_budget(budgets: tuple[Budget, ...], index: int) -> int:
