@@ -24,15 +24,22 @@ at most 1 nat per 1,000 points).
 Run: python benchmarks/agreement_map.py [--sets synth pima] [--sizes 400]
 [--points 10] [--box default|ordinary] [--reference-particles 1024] [--reference-runs 32]
 [--reference-target-ess 0.95] [--output FILE] (prints the table,
-writes benchmarks/results/agreement_map.json). ``--reuse-reference FILE``
+writes benchmarks/results/agreement_map.json after every point). ``--reuse-reference FILE``
 evaluates the default again at a previous run's points against its
-references (before/after a change of the default).
+references (before/after a change of the default; ``--rows`` picks some of them). Every row
+records the default's rounds (budget, value, standard error, effective runs, seconds).
+
+ln N(D) depends on the training inputs alone, so a machine without the data packages (an accelerator's) can
+run the map from a file of inputs: ``--save-inputs FILE.npz`` writes the subsamples of ``--sets`` x ``--sizes``
+and stops; ``--inputs FILE.npz`` reads them instead of loading the sets. ``--time-budget S`` starts no new
+point after S seconds (the points of all (set, n) are interleaved, so a cut run still covers every group).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import time
 import warnings
 from pathlib import Path
@@ -42,6 +49,7 @@ from scipy.stats import qmc
 from sklearn.model_selection import train_test_split
 
 from bayesvm import log_normalization
+from bayesvm.normalization import budget
 from bayesvm.normalization.annealing import annealed_log_normalization, prior_factor
 from bayesvm.normalization.budget import default_moves
 from bayesvm.normalization.ep_started import annealed_from_ep
@@ -105,48 +113,117 @@ def reference(kernel, C, X, seeds, particles, runs, tolerance, target_ess):
     return (float(values[higher]) if agree[higher] else None), values, agree
 
 
-def study(name: str, n: int, args, earlier: list[dict] | None = None) -> list[dict]:
-    """The rows of one (set, n); with ``earlier`` rows (a previous run's), the default is evaluated again at
-    their points and their references are reused (a before/after comparison of the default)."""
-    X, _ = subsample(name, n)
+def inputs_key(name: str, n: int) -> str:
+    return f"{name}_{n}"
+
+
+def group_points(X: np.ndarray, args, earlier: list[dict] | None) -> list[np.ndarray]:
+    """The design's points for one (set, n), or a previous run's points (``earlier``)."""
+    if earlier is not None:
+        return [np.array(r["x"]) for r in earlier]
     template = RBF()
     space = SearchSpace.default(X, template) if args.box == "default" else ordinary_box(X, template)
-    points = design(space, args.points, seed=args.seed) if earlier is None else [np.array(r["x"]) for r in earlier]
-    rows = []
-    for i, x in enumerate(points):
-        hyper = kernel_hyperparameters_at(template, x)
-        kernel, C = template.replace(**hyper), float(np.exp(x[0]))
-        started = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            default = log_normalization(kernel=kernel, C=C, n=X.shape[0], inputs=X, random_state=args.seed)
-        seconds = time.perf_counter() - started
-        started = time.perf_counter()
-        if earlier is None:
-            ref, ref_values, ref_agree = reference(kernel, C, X, (101 + args.seed, 202 + args.seed),
-                                                   args.reference_particles, args.reference_runs,
-                                                   args.reference_tolerance, args.reference_target_ess)
-        else:
-            ref, ref_values, ref_agree = (earlier[i][k] for k in ("reference", "reference_runs",
-                                                                  "reference_runs_agree"))
-        row = {
-            "set": name, "n": int(X.shape[0]), "box": args.box, "x": x.tolist(), "C": C, "amplitude": float(kernel.amplitude),
-            "offset": float(kernel.offset), "length_scale": float(kernel.length_scale),
-            "default": float(default.value), "default_se": float(default.se), "trusted": bool(default.trusted),
-            "effective_runs": float(default.diagnostics["ess"]), "runs": int(default.diagnostics["n_runs"]),
-            "particles": int(default.diagnostics["n_particles"]), "moves": int(default.diagnostics["n_mcmc_steps"]),
-            "seconds": seconds,
-            "reference": ref, "reference_runs": ref_values, "reference_runs_agree": ref_agree,
-            "reference_seconds": time.perf_counter() - started,
-            "error": None if ref is None else abs(float(default.value) - ref),
-        }
-        rows.append(row)
-        print(f"{name:>14} n={row['n']:5d} C={C:8.3g} k0={row['amplitude']:9.3g} kb={row['offset']:9.3g} "
-              f"l={row['length_scale']:7.3g}  default {row['default']:9.2f} +- {row['default_se']:.2f} "
-              f"{'trusted' if row['trusted'] else 'UNTRUSTED':9} ({row['runs']}x{row['particles']}x{row['moves']}, "
-              f"{seconds:5.1f} s)  reference {('%9.2f' % ref) if ref is not None else '     none'} "
-              f"({row['reference_seconds']:5.0f} s)", flush=True)
+    return list(design(space, args.points, seed=args.seed))
+
+
+class RecordedRounds:
+    """The default's budget, round by round: wraps the sampler call of :mod:`bayesvm.normalization.budget` and keeps
+    each round's particles, moves, target ESS, kind of move, value, standard error, effective runs, temperatures and
+    seconds (the pooled value of the rounds is what the estimator compares; these are the rounds alone)."""
+
+    def __init__(self):
+        self.rounds: list[dict] = []
+        self._sample = budget.annealed_log_expectation
+
+    def __enter__(self):
+        def recorded(*args, **kwargs):
+            started = time.perf_counter()
+            result = self._sample(*args, **kwargs)
+            self.rounds.append({
+                "particles": kwargs["n_particles"], "moves": kwargs["n_mcmc_steps"], "target_ess": kwargs["target_ess"],
+                "guided": kwargs.get("guide") is not None, "value": float(result.value), "se": float(result.se),
+                "effective_runs": float(result.ess), "temperatures": int(result.n_temperatures),
+                "seconds": time.perf_counter() - started})
+            return result
+
+        budget.annealed_log_expectation = recorded
+        return self
+
+    def __exit__(self, *exc):
+        budget.annealed_log_expectation = self._sample
+
+
+def evaluate(name: str, X: np.ndarray, x: np.ndarray, args, earlier_row: dict | None = None) -> dict:
+    """One point: the default against its reference (computed, or ``earlier_row``'s)."""
+    template = RBF()
+    hyper = kernel_hyperparameters_at(template, x)
+    kernel, C = template.replace(**hyper), float(np.exp(x[0]))
+    started = time.perf_counter()
+    with warnings.catch_warnings(), RecordedRounds() as recorded:
+        warnings.simplefilter("ignore", RuntimeWarning)
+        default = log_normalization(kernel=kernel, C=C, n=X.shape[0], inputs=X, random_state=args.seed)
+    seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    if earlier_row is None:
+        ref, ref_values, ref_agree = reference(kernel, C, X, (101 + args.seed, 202 + args.seed),
+                                               args.reference_particles, args.reference_runs,
+                                               args.reference_tolerance, args.reference_target_ess)
+    else:
+        ref, ref_values, ref_agree = (earlier_row[k] for k in ("reference", "reference_runs",
+                                                               "reference_runs_agree"))
+    row = {
+        "set": name, "n": int(X.shape[0]), "box": args.box, "x": x.tolist(), "C": C,
+        "amplitude": float(kernel.amplitude), "offset": float(kernel.offset),
+        "length_scale": float(kernel.length_scale),
+        "default": float(default.value), "default_se": float(default.se), "trusted": bool(default.trusted),
+        "settled": bool(default.diagnostics.get("settled", True)),
+        "effective_runs": float(default.diagnostics["ess"]), "runs": int(default.diagnostics["n_runs"]),
+        "particles": int(default.diagnostics["n_particles"]), "moves": int(default.diagnostics["n_mcmc_steps"]),
+        "seconds": seconds, "rounds": recorded.rounds,
+        "reference": ref, "reference_runs": ref_values, "reference_runs_agree": ref_agree,
+        "reference_seconds": time.perf_counter() - started,
+        "error": None if ref is None else abs(float(default.value) - ref),
+    }
+    print(f"{name:>14} n={row['n']:5d} C={C:8.3g} k0={row['amplitude']:9.3g} kb={row['offset']:9.3g} "
+          f"l={row['length_scale']:7.3g}  default {row['default']:9.2f} +- {row['default_se']:.2f} "
+          f"{'trusted' if row['trusted'] else 'UNTRUSTED':9} ({row['runs']}x{row['particles']}x{row['moves']}, "
+          f"{seconds:5.1f} s)  reference {('%9.2f' % ref) if ref is not None else '     none'} "
+          f"({row['reference_seconds']:5.0f} s)", flush=True)
+    return row
+
+
+def run(groups: list[tuple[str, int]], inputs, args, earlier: list[dict] | None = None) -> list[dict]:
+    """Every point of every (set, n), interleaved (point 0 of each group, then point 1, ...), the JSON written
+    after each; with ``earlier`` rows (a previous run's), the default is evaluated again at their points and
+    their references are reused (a before/after comparison of the default)."""
+    began = time.perf_counter()
+    plans = []
+    for name, n in groups:
+        X = inputs(name, n)
+        previous = None if earlier is None else [r for r in earlier if (r["set"], r["n"]) == (name, n)]
+        plans.append((name, X, group_points(X, args, previous), previous))
+    rows: list[dict] = []
+    for i in range(max(len(points) for _, _, points, _ in plans)):
+        for name, X, points, previous in plans:
+            if i >= len(points):
+                continue
+            if time.perf_counter() - began > args.time_budget:
+                print(f"time budget ({args.time_budget:.0f} s) spent: stopped before point {i} of {name}", flush=True)
+                return rows
+            rows.append(evaluate(name, X, points[i], args, None if previous is None else previous[i]))
+            write(rows, args)
     return rows
+
+
+def write(rows: list[dict], args) -> None:
+    import jax
+
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
+    settings["device"] = str(jax.devices()[0])
+    partial = args.output.with_suffix(".partial")
+    partial.write_text(json.dumps({"settings": settings, "table": summarise(rows), "rows": rows}, indent=1))
+    partial.replace(args.output)
 
 
 def summarise(rows: list[dict]) -> list[dict]:
@@ -185,28 +262,41 @@ def main(argv=None) -> None:
     parser.add_argument("--output", type=Path, default=RESULTS)
     parser.add_argument("--reuse-reference", type=Path, default=None,
                         help="a previous run's JSON: evaluate the default again at its points, keep its references")
+    parser.add_argument("--rows", nargs="+", type=int, default=None,
+                        help="with --reuse-reference: only these rows of the previous run (0-based, in its order)")
+    parser.add_argument("--save-inputs", type=Path, default=None,
+                        help="write the subsamples of --sets x --sizes to this .npz and stop")
+    parser.add_argument("--inputs", type=Path, default=None,
+                        help="read the subsamples from a --save-inputs file instead of loading the sets")
+    parser.add_argument("--time-budget", type=float, default=math.inf,
+                        help="seconds after which no new point starts")
     args = parser.parse_args(argv)
+    if args.save_inputs is not None:
+        arrays = {inputs_key(name, n): subsample(name, n)[0] for name in args.sets for n in args.sizes}
+        np.savez_compressed(args.save_inputs, **arrays)
+        print(f"wrote {args.save_inputs}: {', '.join(f'{k} {v.shape}' for k, v in arrays.items())}")
+        return
+    if args.inputs is None:
+        inputs = lambda name, n: subsample(name, n)[0]  # noqa: E731
+    else:
+        saved = np.load(args.inputs)
+        inputs = lambda name, n: saved[inputs_key(name, n)]  # noqa: E731
     if args.reuse_reference is None:
-        rows = [row for name in args.sets for n in args.sizes for row in study(name, n, args)]
+        rows = run([(name, n) for name in args.sets for n in args.sizes], inputs, args)
     else:
         earlier = json.loads(args.reuse_reference.read_text())
         for key in ("box", "seed", "points"):
             setattr(args, key, earlier["settings"][key])
-        groups = sorted({(r["set"], r["n"]) for r in earlier["rows"]})
-        rows = [row for name, n in groups
-                for row in study(name, n, args, [r for r in earlier["rows"] if (r["set"], r["n"]) == (name, n)])]
-    table = summarise(rows)
+        chosen = [r for i, r in enumerate(earlier["rows"]) if args.rows is None or i in args.rows]
+        groups = sorted({(r["set"], r["n"]) for r in chosen})
+        rows = run(groups, inputs, args, chosen)
     print(f"\n{'set':>14} {'n':>5} {'points':>6} {'trusted':>8} {'with ref':>8} {'median |err|':>12} "
           f"{'worst |err|':>11} {'target':>6} {'escalated':>9} {'median s':>8}")
-    for t in table:
+    for t in summarise(rows):
         fmt = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
         print(f"{t['set']:>14} {t['n']:5d} {t['points']:6d} {t['trusted']:8.0%} {t['with_reference']:8.0%} "
               f"{fmt(t['median_error']):>12} {fmt(t['worst_error']):>11} {t['target_worst']:6.2f} "
               f"{t['escalated']:9.0%} {t['median_seconds']:8.1f}")
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps({"settings": {k: (str(v) if isinstance(v, Path) else v)
-                                                    for k, v in vars(args).items()},
-                                       "table": table, "rows": rows}, indent=1))
     print(f"wrote {args.output}")
 
 
