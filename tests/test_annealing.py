@@ -471,6 +471,35 @@ def test_a_value_that_rises_with_the_budget_goes_on_to_the_next_budget_and_is_un
     assert settling_tolerance(lower, higher, np.inf) == np.inf  # no precision target, no settling rule
 
 
+def test_a_first_budget_whose_runs_agree_only_narrowly_needs_the_next_budget_to_confirm_it(monkeypatch):
+    """Precise runs of the first budget whose effective number is below CONFIRMED_SHARE of them (11 of 16, their
+    ln Z_r spread by about 0.95 nats) are not taken on their own: the next larger budget is made (not a repeat of
+    the first) and kept where it settles; where it rises by more than the settling tolerance the rule goes on as for
+    any rise. Runs that agree closely, or a call without a precision target (no settling rule), keep the first
+    round."""
+    from bayesvm.normalization.budget import CONFIRMED_SHARE
+
+    ladder = (Budget(1, 1), Budget(1, 1), Budget(1, 4), Budget(1, 4, 0.9))
+    kwargs = dict(n_particles=8, n_runs=16, n_mcmc_steps=2, ladder=ladder, max_se=0.3)
+    narrow, close = (-10.0, 1.6), (-10.0, 0.3)  # 11 and 15.5 effective runs of 16 (spread 0.95 and 0.18 nats)
+    made = _scripted_rounds(monkeypatch, {(2, 0.5): narrow, (8, 0.5): (-9.8, 0.1), (8, 0.9): (-9.8, 0.1)})
+    confirmed = annealed_until_runs_agree(None, None, **kwargs)
+    assert made == [(2, 0.5), (8, 0.5)] and confirmed.trusted and confirmed.n_mcmc_steps == 8
+    first = _scripted_rounds(monkeypatch, {(2, 0.5): narrow})
+    alone = annealed_until_runs_agree(None, None, **{**kwargs, "ladder": ladder[:1]})
+    assert first == [(2, 0.5)] and alone.runs_agree and alone.se <= 0.3  # the scripted round: precise, agreeing,
+    assert alone.ess < CONFIRMED_SHARE * 16  # but narrowly
+    made = _scripted_rounds(monkeypatch, {(2, 0.5): narrow, (8, 0.5): (-8.0, 0.1), (8, 0.9): (-7.0, 0.1)})
+    with pytest.warns(RuntimeWarning, match="still rose"):
+        rising = annealed_until_runs_agree(None, None, **kwargs)
+    assert made == [(2, 0.5), (8, 0.5), (8, 0.9)] and not rising.trusted
+    made = _scripted_rounds(monkeypatch, {(2, 0.5): close, (8, 0.5): (-8.0, 0.1)})
+    assert annealed_until_runs_agree(None, None, **kwargs).n_mcmc_steps == 2 and made == [(2, 0.5)]
+    made = _scripted_rounds(monkeypatch, {(2, 0.5): narrow, (8, 0.5): (-8.0, 0.1)})
+    assert annealed_until_runs_agree(None, None, **{**kwargs, "max_se": np.inf}).n_mcmc_steps == 2
+    assert made == [(2, 0.5)]
+
+
 @pytest.mark.slow
 def test_default_normalisation_matches_a_ten_times_longer_run_where_the_old_default_was_low():
     """Breast cancer, 400 points, C 0.83, k0 9.5, k_b 12.3, length scale 10.9: the point of the agreement map
