@@ -84,6 +84,15 @@ class Budget(NamedTuple):
 #: (documentation: normalisation, "The value must settle")
 BUDGET_LADDER = (Budget(1, 1), Budget(1, 1), Budget(1, 4), Budget(1, 4), Budget(1, 4, 0.9))
 
+#: the share of effective runs (:attr:`AnnealingResult.ess` / R) from which a first budget's agreeing runs are taken
+#: on their own; below it (ln Z_r spread by more than about half a nat: ess ~ R exp(-s^2)) the next larger budget
+#: must confirm the value by the settling rule. Measured on the agreement map at 2,000 adult rows (C 1.62, k0 26.4,
+#: k_b 92.5, length scale 14.1): the first round's 16 runs agreed with 8.1 effective runs and a standard error of
+#: 0.25 nats, and lay 3.1 nats below two long references that agreed with each other; every other accepted first
+#: round of the maps at 345-2,000 rows had at least 12.6 effective runs of 16 (documentation: normalisation,
+#: "twelfth session")
+CONFIRMED_SHARE = 0.75
+
 
 @float64
 def annealed_until_runs_agree(chol, log_likelihood: Callable, *, key=0, n_particles: int = 128,
@@ -164,16 +173,6 @@ def annealed_until_runs_agree(chol, log_likelihood: Callable, *, key=0, n_partic
         )
         return dataclasses.replace(result, settled=False)
     return result
-
-
-#: the share of effective runs (:attr:`AnnealingResult.ess` / R) from which a first budget's agreeing runs are taken
-#: on their own; below it (ln Z_r spread by more than about half a nat: ess ~ R exp(-s^2)) the next larger budget
-#: must confirm the value by the settling rule. Measured on the agreement map at 2,000 adult rows (C 1.62, k0 26.4,
-#: k_b 92.5, length scale 14.1): the first round's 16 runs agreed with 8.1 effective runs and a standard error of
-#: 0.25 nats, and lay 3.1 nats below two long references that agreed with each other; every other accepted first
-#: round of the maps at 345-2,000 rows had at least 12 effective runs of 16 (documentation: normalisation, "The
-#: agreement map at 1,000 and 2,000 rows")
-CONFIRMED_SHARE = 0.75
 
 
 def settling_tolerance(smaller: AnnealingResult, larger: AnnealingResult, max_se: float) -> float:
