@@ -44,6 +44,7 @@ import time
 import warnings
 from pathlib import Path
 
+import jax
 import numpy as np
 from scipy.stats import qmc
 from sklearn.model_selection import train_test_split
@@ -176,7 +177,7 @@ def evaluate(name: str, X: np.ndarray, x: np.ndarray, args, earlier_row: dict | 
         "amplitude": float(kernel.amplitude), "offset": float(kernel.offset),
         "length_scale": float(kernel.length_scale),
         "default": float(default.value), "default_se": float(default.se), "trusted": bool(default.trusted),
-        "settled": bool(default.diagnostics.get("settled", True)),
+        "settled": bool(default.diagnostics["settled"]),
         "effective_runs": float(default.diagnostics["ess"]), "runs": int(default.diagnostics["n_runs"]),
         "particles": int(default.diagnostics["n_particles"]), "moves": int(default.diagnostics["n_mcmc_steps"]),
         "seconds": seconds, "rounds": recorded.rounds,
@@ -216,8 +217,6 @@ def run(groups: list[tuple[str, int]], inputs, args, earlier: list[dict] | None 
 
 
 def write(rows: list[dict], args) -> None:
-    import jax
-
     args.output.parent.mkdir(parents=True, exist_ok=True)
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
     settings["device"] = str(jax.devices()[0])

@@ -90,8 +90,9 @@ BUDGET_LADDER = (Budget(1, 1), Budget(1, 1), Budget(1, 4), Budget(1, 4), Budget(
 #: "twelfth session"): at 2,000 adult rows (C 1.62, k0 26.4, k_b 92.5, length scale 14.1) the first round's 16 runs
 #: agreed with 8.1 effective runs and lay 3.1 nats below two long references that agreed with each other; at the
 #: moons fit's answer (420 rows) the check's pooled 32 runs agreed with 20.2 effective and lay 1.2-2.1 nats below
-#: references. Every accepted round of the maps at 345-2,000 rows but two (synth, 18.8 of 32; synth.te at 1,000
-#: rows, 9.9 of 16 and 0.40 nats low) had at least 12.6 effective runs of 16
+#: references. Every accepted round of the maps at 345-2,000 rows but three had at least 12.6 effective runs of 16;
+#: those three had escalated to 4x the moves (synth, 18.8 of 32; adult at 1,000 rows, 12.0 of 16; synth.te at
+#: 1,000 rows, 9.9 of 16 and 0.40 nats low)
 CONFIRMED_SHARE = 0.75
 
 
@@ -113,8 +114,8 @@ def annealed_until_runs_agree(chol, log_likelihood: Callable, *, key=0, n_partic
     before it (whose runs may disagree: those are low too). Runs that agree while all missing the same mass are low
     together, and only a larger budget shows it (documentation: normalisation, "The value must settle"); where it
     rises by more, the next larger budget follows at once, and so it does where the runs agree only narrowly (fewer
-    than :data:`CONFIRMED_SHARE` of them effective) and a larger budget is left to confirm the value. The first round is exactly
-    :func:`annealed_log_expectation` with ``key``; later rounds fold their index into it. Runs that still
+    than :data:`CONFIRMED_SHARE` of them effective) and a larger budget is left to confirm the value. The first
+    round is exactly :func:`annealed_log_expectation` with ``key``; later rounds fold their index into it. Runs that still
     disagree, or a value still rising, after the last round are returned with a ``RuntimeWarning`` (and
     ``settled`` False in the latter case). ``options`` go to every round (``keep_particles`` returns the pooled
     particles; ``target_ess`` is the rounds' target where their budget names none).
