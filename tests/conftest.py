@@ -12,13 +12,14 @@ tests share JAX's persistent compilation cache, in the user's cache directory
 (``$XDG_CACHE_HOME/bayesvm/jax-tests``; ``BAYESVM_TEST_CACHE=0`` turns it
 off). It keeps every program, however fast it compiled: with an empty cache
 the suite compiles 3,932 programs under 0.1 s, and 1,671 of them repeat one
-compiled by an earlier module; kept, they are read back instead (1,405
-cache hits against 155, 608 s of compiling and reading summed over the two
+compiled earlier in the run; kept, they are read back instead (1,405 cache
+hits against 155, 608 s of compiling and reading summed over the two
 workers against 644 s, 43 MB on disk; the whole run 502 s against 517 s),
 and a later run took 178-184 s against 218 s with only the slower programs
-kept (jax 0.10.2, the 2-core development machine, the same hour). The command's own cache stays off in the test process
-(``BAYESVM_NO_CACHE``), since the CLI tests run the command in this process
-and it would otherwise move the cache directory for every later test.
+kept (jax 0.10.2, the 2-core development machine, the same hour). The
+command's own cache stays off in the test process (``BAYESVM_NO_CACHE``),
+since the CLI tests run the command in this process and it would otherwise
+move the cache directory for every later test.
 Precision is not touched: the package scopes float64 to its own entry
 points, and the tests check that.
 
