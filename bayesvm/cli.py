@@ -199,7 +199,7 @@ def _ard_kernel(args, n_features: int):
 
 
 def _selection_rows(args, X, y, source: str):
-    """--selection-size: the stratified subsample of the rows the search selects on (every row up to 1000 with
+    """--selection-size: the stratified subsample of the rows the search selects on (every row up to 500 with
     'auto'), with the data's description saying so."""
     from ._validation import training_data
     from .selection.subsample import SubsampleNotice, selection_subset
@@ -404,7 +404,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "the full prior) or a number")
     select.add_argument("--selection-size", default="auto", metavar="N",
                         help="--method search: select on a stratified random subsample of N rows: 'auto' (default: "
-                             "every row up to 1000, 500 rows above), 'none' (every row) or a number")
+                             "every row up to 500, a subsample of 500 above), 'none' (every row) or a number")
     select.add_argument("--ard", action="store_true",
                         help="one length scale per feature, selected by the evidence (rbf and exponential kernels; "
                              "long length scales mark features the evidence finds irrelevant)")

@@ -19,7 +19,7 @@ ionosphere at 100 training points), while EP's posterior mean carries the
 scale the evidence chose (NLL 0.23, error 0.066 on the same split; the
 documentation's selection benchmark).
 
-Large training sets: above 1000 rows (``selection_size="auto"``), or whenever
+Large training sets: above 500 rows (``selection_size="auto"``), or whenever
 ``selection_size`` is a number, the evidence and the hyperparameters it
 selects are computed on a stratified random subsample of 500 (or that many)
 rows, and the posterior is then fitted on every row (theory: "Large data:
@@ -95,7 +95,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         points, a low-rank prior through 200 k-means inducing inputs above),
         None (always the full prior) or a number of inducing inputs (module docstring). The selection on a
         subsample (``selection_size``) decides it for the subsample's rows, the posterior for all rows.
-    selection_size : ``"auto"`` (default: select on every row up to 1000, on a stratified random subsample of
+    selection_size : ``"auto"`` (default: select on every row up to 500, on a stratified random subsample of
         500 rows above), None (always every row) or a number of rows
         (:mod:`bayesvm.selection.subsample`). The posterior is fitted on every row.
     random_state : int seed of the tempered-SMC estimates of ln N(D) and of the k-means inducing inputs.

@@ -57,12 +57,25 @@ def test_a_rare_class_keeps_two_rows_in_the_subsample():
     assert counts[2] == 2 and counts[:2].sum() == 50 and np.unique(rows).size == rows.size
 
 
+def test_auto_selects_on_at_most_500_rows():
+    """The default: every row up to 500 (and at 501 rows of two classes, where no stratified draw of 500 exists),
+    a stratified subsample of exactly 500 above, with a notice."""
+    X, y = np.random.default_rng(0).normal(size=(502, 2)), np.arange(502) % 3 == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert selection_subset(training_data(X[:500], y[:500]), "auto")[1] is None
+        assert selection_subset(training_data(X[:501], y[:501]), "auto")[1] is None
+    with pytest.warns(SubsampleNotice, match="subsample of 500 rows"):
+        subset, rows = selection_subset(training_data(X, y), "auto")
+    assert rows.size == 500 == subset.X.shape[0] and np.array_equal(subset.X, X[rows])
+    assert abs(y[rows].mean() - y.mean()) < 1 / 500  # stratified
+
+
 def test_auto_subsamples_above_the_threshold_and_says_so(monkeypatch):
     data = training_data(np.random.default_rng(0).normal(size=(30, 2)), np.arange(30) % 2)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert selection_subset(data, "auto")[1] is None
-    monkeypatch.setattr(subsample, "AUTO_SUBSAMPLE_ABOVE", 20)
     monkeypatch.setattr(subsample, "DEFAULT_SELECTION_SIZE", 10)
     with pytest.warns(SubsampleNotice, match="subsample of 10 rows"):
         _, rows = selection_subset(data, "auto")

@@ -12,7 +12,7 @@ full data's; with more rows the full evidence may prefer somewhat more
 flexible settings (theory: "Large data: selection on a subsample").
 
 :func:`selection_subset` draws the subsample, stratified by class so that every
-class keeps its share; ``"auto"`` subsamples above :data:`AUTO_SUBSAMPLE_ABOVE`
+class keeps its share; ``"auto"`` subsamples above :data:`DEFAULT_SELECTION_SIZE`
 rows, with a :class:`SubsampleNotice`.
 """
 
@@ -26,15 +26,13 @@ from sklearn.model_selection import train_test_split
 
 from .._validation import TrainingData
 
-__all__ = ["AUTO_SUBSAMPLE_ABOVE", "DEFAULT_SELECTION_SIZE", "SubsampleNotice", "selection_subset"]
+__all__ = ["DEFAULT_SELECTION_SIZE", "SubsampleNotice", "selection_subset"]
 
-#: with ``selection_size="auto"`` the selection uses every row up to this many, a subsample of
-#: :data:`DEFAULT_SELECTION_SIZE` rows above. Measured on the 2-core development machine (adult, one cold process
-#: each, docs/large-data.md): the search and its checks on every row took 24 s at 300 rows, 64 s at 500 and 294 s at
-#: 1,000; on a subsample of 500, 750 and 1,000 of 20,000 rows 75, 224 and 268 s, with held-out NLL 0.346, 0.340
-#: and 0.329 (grid search + Platt on 2,000 rows: 0.362)
-AUTO_SUBSAMPLE_ABOVE = 1000
-#: the rows ``"auto"`` selects on above :data:`AUTO_SUBSAMPLE_ABOVE`: a 20,000-row fit in about 1.5 minutes
+#: with ``selection_size="auto"`` the selection uses every row up to this many, a stratified subsample of this many
+#: rows above. Measured on the 2-core development machine (adult, 1,000 training rows, 3 splits, one cold process
+#: each; docs/large-data.md, "Every row or 500 of them at 1,000 rows"): on a 500-row subsample 49-96 s, held-out NLL
+#: 0.361 / 0.356 / 0.347; on every row, with the trusted ln N(D)'s checks, 664-824 s, NLL 0.361 / 0.358 / 0.343;
+#: grid search + Platt 14-16 s, NLL 0.363 / 0.377 / 0.347. On 20,000 rows a fit takes about 1.5 minutes
 DEFAULT_SELECTION_SIZE = 500
 
 
@@ -47,35 +45,31 @@ def selection_subset(data: TrainingData, selection_size="auto", *, random_state=
     """The rows the selection works on: ``(data, None)`` for all of them, or a stratified subsample and its row
     indices (sorted). Every class keeps at least two rows (the subsample grows by the few it takes).
 
-    ``selection_size``: ``"auto"`` (all rows up to :data:`AUTO_SUBSAMPLE_ABOVE`, a subsample of
-    :data:`DEFAULT_SELECTION_SIZE` above, with a :class:`SubsampleNotice`), None (all rows), or a number of rows
-    (all of them when the training set is not larger). ``stacklevel``: the notice's, as in :func:`warnings.warn`
-    (callers behind decorators raise it so that it points at the user's line).
+    ``selection_size``: ``"auto"`` (all rows up to :data:`DEFAULT_SELECTION_SIZE`, a subsample of that many
+    above, with a :class:`SubsampleNotice`), None (all rows), or a number of rows. Every row is kept where
+    fewer rows than classes would be left out (a stratified draw leaves a row of each class out).
+    ``stacklevel``: the notice's, as in :func:`warnings.warn` (callers behind decorators raise it so that it
+    points at the user's line).
     """
     n = data.X.shape[0]
     if selection_size is None:
         return data, None
-    if isinstance(selection_size, str):
-        if selection_size != "auto":
-            raise ValueError(f"selection_size must be 'auto', None or a number of rows >= 2; got {selection_size!r}")
-        if n <= AUTO_SUBSAMPLE_ABOVE:
-            return data, None
-        size = DEFAULT_SELECTION_SIZE
+    automatic = isinstance(selection_size, str) and selection_size == "auto"
+    a_count = isinstance(selection_size, numbers.Integral) and not isinstance(selection_size, bool)
+    if not (automatic or a_count and selection_size >= 2):
+        raise ValueError(f"selection_size must be 'auto', None or a number of rows >= 2; got {selection_size!r}")
+    size = DEFAULT_SELECTION_SIZE if automatic else int(selection_size)
+    labels = np.argmax(data.Y, axis=0) if data.Y.shape[0] > 1 else (data.Y[0] > 0).astype(int)
+    if n - size < np.unique(labels).size:  # the rows left out could not hold every class: a stratified draw fails
+        return data, None
+    if automatic:
         warnings.warn(
             f"{n} training rows: the evidence, and the hyperparameters it selects, are computed on a stratified "
-            f"random subsample of {size} rows (automatic above {AUTO_SUBSAMPLE_ABOVE}); the posterior is fitted on "
+            f"random subsample of {size} rows (automatic above {size}); the posterior is fitted on "
             f"all {n}. Pass selection_size=None to use every row (slow: a search's time grows about as n^2) or a "
             "number of rows",
             SubsampleNotice, stacklevel=stacklevel + 1,
         )
-    elif (isinstance(selection_size, numbers.Integral) and not isinstance(selection_size, bool)
-          and selection_size >= 2):
-        size = int(selection_size)
-    else:
-        raise ValueError(f"selection_size must be 'auto', None or a number of rows >= 2; got {selection_size!r}")
-    if size >= n:
-        return data, None
-    labels = np.argmax(data.Y, axis=0) if data.Y.shape[0] > 1 else (data.Y[0] > 0).astype(int)
     try:
         rows, _ = train_test_split(np.arange(n), train_size=size, stratify=labels, random_state=random_state)
     except ValueError as error:  # a class too rare to stratify, or a subsample too small to hold every class
