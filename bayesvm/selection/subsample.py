@@ -29,10 +29,11 @@ from .._validation import TrainingData
 __all__ = ["DEFAULT_SELECTION_SIZE", "SubsampleNotice", "selection_subset"]
 
 #: with ``selection_size="auto"`` the selection uses every row up to this many, a stratified subsample of this many
-#: rows above. Measured on the 2-core development machine (adult, 1,000 training rows, 3 splits, one cold process
-#: each; docs/large-data.md, "Every row or 500 of them at 1,000 rows"): on a 500-row subsample 49-96 s, held-out NLL
-#: 0.361 / 0.356 / 0.347; on every row, with the trusted ln N(D)'s checks, 664-824 s, NLL 0.361 / 0.358 / 0.343;
-#: grid search + Platt 14-16 s, NLL 0.363 / 0.377 / 0.347. On 20,000 rows a fit takes about 1.5 minutes
+#: rows above. Measured on the 2-core development machine (docs/large-data.md, "the subsample from 500 rows"): on
+#: 1,000 adult rows (3 splits, one cold process each) 49-96 s, held-out NLL 0.361 / 0.356 / 0.347; on every row,
+#: with the trusted ln N(D)'s checks, 664-824 s, NLL 0.361 / 0.358 / 0.343; grid search + Platt 14-16 s, NLL 0.363 /
+#: 0.377 / 0.347. 400 rows were about 20-50% faster (2-5x on Pima) with NLL 0.001-0.003 higher on 5 of 6 adult
+#: splits; on 20,000 adult rows a fit takes 81-125 s
 DEFAULT_SELECTION_SIZE = 500
 
 
