@@ -56,8 +56,8 @@ def selection_subset(data: TrainingData, selection_size="auto", *, random_state=
     if selection_size is None:
         return data, None
     automatic = isinstance(selection_size, str) and selection_size == "auto"
-    a_count = isinstance(selection_size, numbers.Integral) and not isinstance(selection_size, bool)
-    if not (automatic or a_count and selection_size >= 2):
+    is_count = isinstance(selection_size, numbers.Integral) and not isinstance(selection_size, bool)
+    if not (automatic or is_count and selection_size >= 2):
         raise ValueError(f"selection_size must be 'auto', None or a number of rows >= 2; got {selection_size!r}")
     size = DEFAULT_SELECTION_SIZE if automatic else int(selection_size)
     labels = np.argmax(data.Y, axis=0) if data.Y.shape[0] > 1 else (data.Y[0] > 0).astype(int)
