@@ -8,7 +8,7 @@ shuffle of the rest, so each size contains the smaller ones.
 Arms, each in a fresh process (cold: JAX compiles, nothing cached), timed as
 wall seconds and peak resident memory of that process:
 
-* ``bayesvm``: ``BayesianSVC()`` with its defaults (above 1,000 rows the
+* ``bayesvm``: ``BayesianSVC()`` with its defaults (above 500 rows the
   evidence search runs on a stratified subsample of 500 rows, and above
   2,000 the posterior of every row is on the FITC prior through 200 k-means
   inducing inputs) and ``predict_proba`` on the test set;
