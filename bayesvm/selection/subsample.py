@@ -32,8 +32,8 @@ __all__ = ["DEFAULT_SELECTION_SIZE", "SubsampleNotice", "selection_subset"]
 #: rows above. Measured on the 2-core development machine (docs/large-data.md, "the subsample from 500 rows"): on
 #: 1,000 adult rows (3 splits, one cold process each) 49-96 s, held-out NLL 0.361 / 0.356 / 0.347; on every row,
 #: with the trusted ln N(D)'s checks, 664-824 s, NLL 0.361 / 0.358 / 0.343; grid search + Platt 14-16 s, NLL 0.363 /
-#: 0.377 / 0.347. 400 rows were about 20-50% faster (2-5x on Pima) with NLL 0.001-0.003 higher on 5 of 6 adult
-#: splits; on 20,000 adult rows a fit takes 81-125 s
+#: 0.377 / 0.347. On 20,000 adult rows a fit takes 81-125 s; with 400 rows 69-105 s (15-29% less) and NLL
+#: 0.001-0.003 higher, and 2-5x less on Pima with NLL as good
 DEFAULT_SELECTION_SIZE = 500
 
 
@@ -61,7 +61,7 @@ def selection_subset(data: TrainingData, selection_size="auto", *, random_state=
         raise ValueError(f"selection_size must be 'auto', None or a number of rows >= 2; got {selection_size!r}")
     size = DEFAULT_SELECTION_SIZE if automatic else int(selection_size)
     labels = np.argmax(data.Y, axis=0) if data.Y.shape[0] > 1 else (data.Y[0] > 0).astype(int)
-    if n - size < np.unique(labels).size:  # the rows left out could not hold every class: a stratified draw fails
+    if n - size < len(data.classes):  # the rows left out could not hold every class: a stratified draw fails
         return data, None
     if automatic:
         warnings.warn(
