@@ -108,6 +108,26 @@ def log_mean_exp_with_se(log_w):
 # ---------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("C", [1e-4, 0.3, 1.0, 7.0, 300.0])
+def test_log_nu_is_its_definition_with_its_derivatives(C):
+    """ln nu against its definition (two exponents, numpy's logaddexp) on a grid that crosses the kinks at
+    |theta| = 1 and reaches the far tails, 0 exactly at |theta| = 1, and its derivatives in theta and C against
+    central differences of the definition away from the kinks."""
+    theta = np.concatenate([np.linspace(-60.0, 60.0, 4001), [-1.0, 1.0, 0.0, 1e-300, 1e300, -1e300]])
+    with float64_scope():
+        value = np.asarray(log_nu(jnp.asarray(theta), C))
+        d_theta, d_C = jax.vmap(jax.grad(log_nu, argnums=(0, 1)), (0, None))(jnp.asarray(theta[:4001]), C)
+    np.testing.assert_allclose(value, log_nu_numpy(theta, C), rtol=1e-14, atol=1e-14)
+    assert value[4001] == 0.0 and value[4002] == 0.0
+    smooth = np.abs(np.abs(theta[:4001]) - 1.0) > 1e-3
+    h = 1e-6
+    fd_theta = (log_nu_numpy(theta[:4001] + h, C) - log_nu_numpy(theta[:4001] - h, C)) / (2 * h)
+    fd_C = (log_nu_numpy(theta[:4001], C * (1 + h)) - log_nu_numpy(theta[:4001], C * (1 - h))) / (2 * h * C)
+    scale = 1.0 + np.abs(fd_theta) + np.abs(fd_C)
+    assert np.max((np.abs(np.asarray(d_theta) - fd_theta) / scale)[smooth]) < 1e-6
+    assert np.max((np.abs(np.asarray(d_C) - fd_C) / scale)[smooth]) < 1e-6
+
+
 @pytest.mark.parametrize("alpha", [-30.0, -3.0, 0.0, 1.5, 3.99, 4.0, 7.0, 10.0])
 def test_standard_tail_moments_match_scipy_truncnorm(alpha):
     dist = stats.truncnorm(alpha, np.inf)
