@@ -463,6 +463,39 @@ def test_a_refinement_whose_own_runs_disagree_leaves_the_path_as_it_was(monkeypa
         assert path.estimate(x1).value == before.value
 
 
+def test_an_anchor_whose_runs_disagree_serves_its_own_point_without_annealing_again(monkeypatch):
+    """Tempered SMC at an anchor's own point would repeat its random numbers and its verdict; a disagreeing anchor's
+    weights are too uneven to serve by the effective-sample-size rule, so the point (or one within 1e-6) is served
+    by the same-point rule, while 1e-3 away the path anneals again."""
+    from scipy.special import logsumexp as log_sum_exp
+
+    from bayesvm.normalization.path import Annealed, FullPathPrior
+
+    X, _ = _subsample("breast_cancer", 60)
+    real = FullPathPrior.anneal
+
+    def disagreeing(self, x, key, annealing):  # one run carries the estimate: the runs disagree
+        annealed = real(self, x, key, annealing)
+        log_z = annealed.result.log_z_runs - np.where(np.arange(annealed.result.n_runs) == 0, 0.0, 20.0)
+        value = float(log_sum_exp(log_z) - np.log(log_z.size))
+        result = dataclasses.replace(annealed.result, log_z_runs=log_z, value=value, ess=1.0)
+        return Annealed(result, annealed.z, annealed.aux)
+
+    monkeypatch.setattr(FullPathPrior, "anneal", disagreeing)
+    x0 = np.log([1.0, 10.0, 1.0, 5.0])
+    with float64_scope(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        path = NormalizationPath(jnp.asarray(X), RBF(), key=0)
+        first = path.estimate(x0)
+        again, nudged = path.estimate(x0.copy()), path.estimate(x0 + 5e-7)
+        assert path.n_anchors == 1
+        further = path.estimate(x0 + np.array([0.0, 0.0, 0.0, 1e-3]))
+    assert first.anchored and not first.runs_agree
+    assert not again.anchored and not again.runs_agree and again.value == first.value
+    assert not nudged.runs_agree and abs(nudged.value - first.value) < 1e-3
+    assert further.anchored and path.n_anchors == 2
+
+
 def _anchors_lying_low(monkeypatch, n: int, offset: float = -3.0) -> None:
     """Make every anchor with fewer slice moves than the check's agree ``offset`` nats off (runs that have not mixed
     at each temperature agree while missing the same mass)."""
