@@ -28,9 +28,10 @@ import numpy as np
 from bayesvm._precision import float64_scope
 from bayesvm.datasets import load_dataset
 from bayesvm.kernels import RBF
-from bayesvm.model import hinge, log_kappa, log_nu
+from bayesvm.model import hinge, log_kappa
 from bayesvm.normalization.annealing import annealed_log_expectation, prior_factor, product_route_log_likelihood
 from bayesvm.normalization.low_rank import log_nu_smoothed
+from solver import median_time
 
 RESULTS = Path(__file__).resolve().parent / "results" / "integrand_speed.json"
 #: a point the selection benchmark's search chose on pima at 400 rows (median over 3 splits)
@@ -46,27 +47,18 @@ def logaddexp_log_likelihood(theta, C, mask=None):
 INTEGRANDS = {"log_nu (package)": product_route_log_likelihood, "jnp.logaddexp": logaddexp_log_likelihood}
 
 
-def _seconds(call, repeats: int) -> float:
-    call()  # compile and warm
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - started)
-    return float(np.median(times))
-
-
 def element_timings(repeats: int) -> dict:
     """Seconds per evaluation of each integrand on 2,048 particles x 512 entries (median)."""
     theta = 3.0 * jax.random.normal(jax.random.PRNGKey(0), (2048, 512), jnp.float64)
     d = 0.3 * jnp.abs(jax.random.normal(jax.random.PRNGKey(1), (512,), jnp.float64))
     C = POINT["C"]
-    calls = {
-        "log_nu (package)": jax.jit(lambda t: jnp.sum(log_nu(t, C), -1)),
-        "jnp.logaddexp": jax.jit(lambda t: jax.vmap(lambda row: logaddexp_log_likelihood(row, C))(t)),
-        "log_nu_smoothed (low-rank, unchanged)": jax.jit(lambda t: jnp.sum(log_nu_smoothed(t, d, C), -1)),
-    }
-    return {name: _seconds(lambda f=f: f(theta).block_until_ready(), repeats * 4) for name, f in calls.items()}
+    calls = {name: jax.jit(jax.vmap(lambda row, f=f: f(row, C))) for name, f in INTEGRANDS.items()}
+    calls["log_nu_smoothed (low-rank, unchanged)"] = jax.jit(lambda t: jnp.sum(log_nu_smoothed(t, d, C), -1))
+    seconds = {}
+    for name, f in calls.items():
+        f(theta).block_until_ready()  # compile and warm
+        seconds[name] = median_time(lambda f=f: f(theta).block_until_ready(), repeats * 4)
+    return seconds
 
 
 def round_timings(X: np.ndarray, repeats: int, moves: tuple[int, ...]) -> list[dict]:
