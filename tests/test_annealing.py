@@ -272,6 +272,39 @@ def test_the_budget_grows_until_the_runs_agree_and_warns_past_its_cap():
     assert abs(grown.value - reference.value) < N_SE * np.hypot(grown.se, reference.se) + FLOOR
 
 
+def test_a_budget_stops_where_ln_z_certainly_exceeds_the_callers_level_and_never_above_a_long_reference():
+    """``stop_above``: after a round whose runs disagree, the ladder returns that round, without a warning, where its
+    ln Zbar lies more than ln(L / STOP_ERROR) above the level (Markov's inequality: Zbar is an unbiased, positive
+    estimate of Z; L rounds, one test each); a level it does not clear by that much leaves the ladder as it was. The
+    bound is checked against a long agreeing reference: no first round of eight keys claims that ln Z exceeds the
+    reference's own value less four of its standard errors."""
+    from bayesvm.normalization.budget import STOP_ERROR, exceeds
+
+    chol, c = _hard_product_route()
+    kwargs = dict(args=(c,), n_particles=2, n_runs=16, n_mcmc_steps=1)
+    ladder = (1, 64)
+    slack = np.log(len(ladder) / STOP_ERROR)
+    reference = annealed_log_expectation(chol, product_route_log_likelihood, args=(c,), key=3, n_particles=256)
+    assert reference.runs_agree
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        firsts = [annealed_log_expectation(chol, product_route_log_likelihood, key=k, **kwargs) for k in range(8)]
+    assert not any(first.runs_agree for first in firsts)
+    assert not any(exceeds(first, reference.value - 4.0 * reference.se, len(ladder)) for first in firsts)
+    first = firsts[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # stopping early is the caller's request: no warning
+        stopped = annealed_until_runs_agree(chol, product_route_log_likelihood, key=0, ladder=ladder,
+                                            stop_above=first.value - slack - 0.01, **kwargs)
+    assert stopped.stopped_above == first.value - slack - 0.01 and not stopped.runs_agree
+    np.testing.assert_array_equal(stopped.log_z_runs, first.log_z_runs)
+    plain = annealed_until_runs_agree(chol, product_route_log_likelihood, key=0, ladder=ladder, **kwargs)
+    kept = annealed_until_runs_agree(chol, product_route_log_likelihood, key=0, ladder=ladder,
+                                     stop_above=first.value - slack + 0.01, **kwargs)
+    assert plain.runs_agree and plain.n_particles == 128 and kept.stopped_above is None
+    np.testing.assert_array_equal(kept.log_z_runs, plain.log_z_runs)
+
+
 def test_a_ladder_that_grows_the_moves_starts_a_new_pool_and_brings_the_runs_together():
     chol, c = _hard_product_route()
     kwargs = dict(args=(c,), key=0, n_particles=8, n_runs=16, n_mcmc_steps=1)
@@ -634,28 +667,29 @@ def test_the_ep_started_likelihood_read_from_the_tall_factors_images_is_the_dens
     np.testing.assert_allclose(got, want, rtol=1e-10)
 
 
-@pytest.mark.parametrize("prior_value, prior_agree, ep_value, route, trusted", [
-    (-10.0, True, -5.0, "prior", True),    # the prior-started runs agree: EP is not run
-    (-10.0, False, -8.0, "ep", True),      # they disagree, EP's start finds more mass and its runs agree
-    (-10.0, False, -12.0, "prior", False),  # EP's agreeing runs find less mass than the disagreeing ones: both low
+@pytest.mark.parametrize("prior_value, prior_agree, prior_stopped, ep_value, route, trusted", [
+    (-10.0, True, None, -5.0, "prior", True),    # the prior-started runs agree: EP is not run
+    (-10.0, False, None, -8.0, "ep", True),      # they disagree, EP's start finds more mass and its runs agree
+    (-10.0, False, None, -12.0, "prior", False),  # EP's agreeing runs find less mass than the disagreeing ones: both low
+    (-10.0, False, -30.0, -5.0, "prior", False),  # they disagree but stopped early (ln N(D) above the caller's level)
 ])
-def test_the_ep_start_is_a_fallback_that_keeps_the_higher_value(monkeypatch, prior_value, prior_agree, ep_value,
-                                                                route, trusted):
+def test_the_ep_start_is_a_fallback_that_keeps_the_higher_value(monkeypatch, prior_value, prior_agree, prior_stopped,
+                                                                ep_value, route, trusted):
     import types
 
     import bayesvm.normalization.ep_started as ep_started
 
-    def fake(value, agree):
-        return types.SimpleNamespace(value=value, runs_agree=agree, guided=False)
+    def fake(value, agree, stopped=None):
+        return types.SimpleNamespace(value=value, runs_agree=agree, guided=False, stopped_above=stopped)
 
     calls = []
     monkeypatch.setattr(ep_started, "annealed_until_runs_agree",
-                        lambda *a, **k: calls.append("prior") or fake(prior_value, prior_agree))
+                        lambda *a, **k: calls.append("prior") or fake(prior_value, prior_agree, prior_stopped))
     monkeypatch.setattr(ep_started, "annealed_from_ep",
                         lambda *a, **k: calls.append("ep") or (fake(ep_value, True), "start"))
     routed = ep_started.annealed_with_ep_fallback(np.eye(3), 1.0)
     assert routed.route == route and bool(routed.result.runs_agree) == trusted
-    assert calls == (["prior"] if prior_agree else ["prior", "ep"])
+    assert calls == (["prior"] if prior_agree or prior_stopped is not None else ["prior", "ep"])
 
 
 def _slice_moves_one_by_one(theta, ll, beta, nu, u, log_likelihood, max_shrinks):

@@ -496,6 +496,54 @@ def test_an_anchor_whose_runs_disagree_serves_its_own_point_without_annealing_ag
     assert further.anchored and path.n_anchors == 2
 
 
+def test_an_anchor_learns_the_level_above_which_its_point_is_worse_than_its_climbs_best(monkeypatch):
+    """The search hands each new anchor the level of ln N(D) above which the point's evidence (k = 3 problems
+    sharing ln N(D): sum_c ln Q(D_c) - 3 ln N(D)) falls below the best its climb has met, +inf before the climb has
+    a feasible point. Checked at every anchor whose runs agreed, against the evaluation's own record: its ln N(D)
+    lies above the level exactly where the point came out worse than every earlier step of its climb. A stopped
+    anchor comes back with runs that disagree, so its point is infeasible for the line search, and it is counted."""
+    from sklearn.datasets import load_iris
+    from sklearn.preprocessing import StandardScaler
+
+    from bayesvm.normalization.path import Annealed, FullPathPrior
+    from bayesvm.selection.search import EvidenceAscent
+
+    X, y = load_iris(return_X_y=True)
+    X, _, y, _ = train_test_split(StandardScaler().fit_transform(X), y, train_size=60, stratify=y, random_state=0)
+    template, made = RBF(), []
+    real = FullPathPrior.anneal
+
+    def recorded(self, x, key, annealing):
+        annealed = real(self, x, key, {k: v for k, v in annealing.items() if k != "stop_above"})
+        level = annealing.get("stop_above", np.inf)
+        made.append((np.array(x), level, annealed.result.value))
+        if annealed.result.value > level + 5.0:  # as if its runs had disagreed and the ladder had stopped there
+            result = dataclasses.replace(annealed.result, ess=1.0, stopped_above=level)
+            return Annealed(result, annealed.z, annealed.aux)
+        return annealed
+
+    monkeypatch.setattr(FullPathPrior, "anneal", recorded)
+    space, data = SearchSpace.default(X, template), training_data(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ascent = EvidenceAscent.from_starts(data.X, data.Y, template, space=space,
+                                            starts=default_starts(space, X, template)[:1],
+                                            options=SearchOptions(max_iter=8))
+    steps, result = ascent.result().steps, ascent.result()
+    assert data.Y.shape[0] == 3 and made[0][1] == np.inf
+    compared = stopped = 0
+    for x, level, value in made[1:]:
+        index = next(i for i, s in enumerate(steps) if np.array_equal(s.x, x) and s.anchored)
+        best = max(s.log_evidence for s in steps[:index])
+        if value > level + 5.0:
+            stopped += 1
+            assert steps[index].log_evidence == -np.inf
+        else:
+            compared += 1
+            assert (value > level) == (steps[index].log_evidence < best)
+    assert compared >= 2 and result.n_stopped_anchors == stopped
+
+
 def _anchors_lying_low(monkeypatch, n: int, offset: float = -3.0) -> None:
     """Make every anchor with fewer slice moves than the check's agree ``offset`` nats off (runs that have not mixed
     at each temperature agree while missing the same mass)."""

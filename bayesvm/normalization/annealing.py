@@ -138,6 +138,10 @@ class AnnealingResult:
     settled
         False only where :func:`bayesvm.normalization.budget.annealed_until_runs_agree` ended at its cap with the
         value still rising from one budget to the next by more than its tolerance (so likely still biased low).
+    stopped_above
+        Where :func:`bayesvm.normalization.budget.annealed_until_runs_agree` stopped its budget early because ln Z
+        exceeds a level its caller named, with probability at least 1 - ``STOP_ERROR`` although the runs disagree
+        (:func:`bayesvm.normalization.budget.exceeds`): that level; otherwise None.
     particles
         With ``keep_particles``: the final particles (R, N, M); otherwise None.
     runs_agree
@@ -161,6 +165,7 @@ class AnnealingResult:
     n_mcmc_steps: int
     guided: bool = False
     settled: bool = True
+    stopped_above: float | None = None
     particles: Array | None = dataclasses.field(default=None, repr=False, compare=False)
 
     @property

@@ -36,8 +36,8 @@ from .smc import SliceGuide
 
 Array = jax.Array
 
-__all__ = ["BUDGET_LADDER", "CONFIRMED_SHARE", "Budget", "annealed_until_runs_agree", "default_moves",
-           "settling_tolerance", "target_standard_error"]
+__all__ = ["BUDGET_LADDER", "CONFIRMED_SHARE", "STOP_ERROR", "Budget", "annealed_until_runs_agree", "default_moves",
+           "exceeds", "settling_tolerance", "target_standard_error"]
 
 
 #: the standard error ln N(D) should reach over n training inputs, in nats: a third of an accuracy of 1 nat per
@@ -96,11 +96,28 @@ BUDGET_LADDER = (Budget(1, 1), Budget(1, 1), Budget(1, 4), Budget(1, 4), Budget(
 CONFIRMED_SHARE = 0.75
 
 
+#: the probability, at most, that :func:`annealed_until_runs_agree` stops early by ``stop_above`` where ln Z in truth
+#: lies below the level (:func:`exceeds`)
+STOP_ERROR = 1e-3
+
+
+def exceeds(result: AnnealingResult, level: float, checks: int) -> bool:
+    """Whether ln Z exceeds ``level`` with probability at least 1 - :data:`STOP_ERROR`, whether or not the runs agree,
+    for an estimate that is one of at most ``checks`` such tests: ``value`` - ln(``checks`` / STOP_ERROR) > level.
+
+    The mean of the runs' estimates Zbar is unbiased for Z and positive, so by Markov's inequality
+    P(Zbar >= e^t Z) <= e^-t, and ln Z > ln Zbar - t except with probability e^-t; over ``checks`` tests the
+    union bound takes t = ln(checks / STOP_ERROR) (about 8 nats for four). Runs that disagree are biased low, so
+    the bound errs towards not stopping (theory: "Hyperparameter selection").
+    """
+    return result.value - math.log(checks / STOP_ERROR) > level
+
+
 @float64
 def annealed_until_runs_agree(chol, log_likelihood: Callable, *, key=0, n_particles: int = 128,
                               n_runs: int = DEFAULT_RUNS, n_mcmc_steps: int = DEFAULT_MCMC_STEPS,
                               ladder=BUDGET_LADDER, max_se: float = np.inf, settle: bool = True,
-                              escalation: Callable[[], tuple[Array, SliceGuide] | None] | None = None,
+                              stop_above: float = np.inf, escalation: Callable[[], tuple[Array, SliceGuide] | None] | None = None,
                               **options) -> AnnealingResult:
     """:func:`annealed_log_expectation`, with a budget that grows until the runs agree and the value settles, up to a
     cap.
@@ -119,6 +136,11 @@ def annealed_until_runs_agree(chol, log_likelihood: Callable, *, key=0, n_partic
     disagree, or a value still rising, after the last round are returned with a ``RuntimeWarning`` (and
     ``settled`` False in the latter case). ``options`` go to every round (``keep_particles`` returns the pooled
     particles; ``target_ess`` is the rounds' target where their budget names none).
+
+    ``stop_above`` is a level of ln Z the caller needs no more than to know exceeded (a search's point whose ln N(D)
+    exceeds it is worse than one met before): after a round whose runs disagree, where ln Z exceeds it with
+    probability at least 1 - :data:`STOP_ERROR` (:func:`exceeds`, one test per round of ``ladder``), that round is
+    returned at once, its runs disagreeing, with ``stopped_above`` set (no warning).
 
     ``escalation`` (optional, no arguments) is called once, after the first round that misses agreement or
     precision: where it returns ``(factor, guide)``, every later round's slice moves go round ``guide`` (a
@@ -151,6 +173,8 @@ def annealed_until_runs_agree(chol, log_likelihood: Callable, *, key=0, n_partic
                 return result
             index = _next_budget(budgets, index)  # a repeat of this budget cannot show a bias its runs share
             continue
+        if not result.runs_agree and exceeds(result, stop_above, len(budgets)):
+            return dataclasses.replace(result, stopped_above=float(stop_above))
         guided = escalation() if escalation is not None and index + 1 < len(budgets) else None
         escalation = None
         if guided is not None:  # the guided rounds start afresh: nothing to skip

@@ -161,6 +161,8 @@ def annealed_with_ep_fallback(chol, C: float, mask=None, *, key=0, **options) ->
     biased low too). EP's start is the last resort, not the first: it can be a worse start than the prior (on
     synth.te at C 1, k0 1, length scale 0.5 the EP-started value was 0.5-0.7 nats below the prior-started one and
     took 2-7x longer; at C 1, k0 10 its runs agreed 0.8 nats below the disagreeing prior-started runs).
+    Where the prior-started budget stopped early by ``stop_above`` (ln N(D) certainly above the caller's level),
+    EP's start is not tried either.
     """
     chol = jnp.asarray(chol, dtype=jnp.float64)
     mask = jnp.ones(chol.shape[0], dtype=chol.dtype) if mask is None else jnp.asarray(mask, dtype=chol.dtype)
@@ -180,7 +182,7 @@ def annealed_with_ep_fallback(chol, C: float, mask=None, *, key=0, **options) ->
         prior = annealed_until_runs_agree(chol, product_route_log_likelihood, args=(C, mask), key=key,
                                           escalation=guide_from_ep, **options)
         route = "guided" if prior.guided else "prior"
-        if prior.runs_agree:
+        if prior.runs_agree or prior.stopped_above is not None:
             return RoutedEstimate(prior, route, None)
         ep, start = annealed_from_ep(chol, C, mask, key=key, start=starts[0] if starts else None,
                                      **{**options, "ladder": FALLBACK_LADDER})

@@ -271,6 +271,7 @@ class ReweightedPath:
         self.anchors: list[_Anchor] = []
         self.n_evaluations = 0
         self.n_anchors = 0  # tempered-SMC runs made (anchors dropped by :meth:`refine` included)
+        self.n_stopped = 0  # of them, stopped early by :meth:`estimate`'s ``stop_above``
         self.n_refinements = 0
 
     def _annealed_anchor(self, x: np.ndarray, key, annealing: dict) -> _Anchor | None:
@@ -280,6 +281,7 @@ class ReweightedPath:
         if annealed is None:
             return None
         result, z, aux = annealed
+        self.n_stopped += result.stopped_above is not None
         # each run's particles carry its weight Z_r / mean Z (population annealing's weighted average; rows are
         # run by run): folded into ln f at the anchor, the reweighted mean at the anchor itself is exactly 1
         run_log_weight = np.repeat(result.log_z_runs - result.value, result.n_particles)
@@ -299,13 +301,17 @@ class ReweightedPath:
         return reweighted if enough and np.isfinite(float(value)) else None
 
     @float64
-    def estimate(self, x) -> PathEstimate:
+    def estimate(self, x, stop_above: float = np.inf) -> PathEstimate:
         """ln N(D) and its gradient at the coordinates x, re-anchoring where the weights degenerate.
 
         The nearest anchors (at most three within ``_MAX_ANCHOR_DISTANCE``) are
         tried first, with what their prior fixed where they were made (the full
         prior's jitter). Only when none serves does tempered SMC run here, if
-        the prior is resolved here.
+        the prior is resolved here. ``stop_above``: a level of ln N(D) past which the caller needs nothing more
+        (a search's point is worse than its best where ln N(D) is above it); where a new anchor's first runs
+        disagree but its ln N(D) certainly exceeds the level, its budget stops there
+        (:func:`bayesvm.normalization.budget.annealed_until_runs_agree`) and the estimate comes back with
+        ``runs_agree`` False, as from an anchor whose runs disagree at the cap.
         """
         x = np.asarray(x, dtype=np.float64)
         self.n_evaluations += 1
@@ -314,7 +320,8 @@ class ReweightedPath:
             reweighted = self._served(anchor, x)
             if reweighted is not None:
                 return _path_estimate(anchor, reweighted, anchored=False)
-        anchor = self._annealed_anchor(x, self.key, self.annealing)
+        annealing = self.annealing if stop_above == np.inf else {**self.annealing, "stop_above": float(stop_above)}
+        anchor = self._annealed_anchor(x, self.key, annealing)
         if anchor is None:
             return _unresolved(x)
         self.anchors.append(anchor)

@@ -128,13 +128,16 @@ class SearchResult:
 
     ends: each climb's best evaluation (one per start, then one per refinement of :func:`select_by_search`);
     messages: L-BFGS-B's reason for stopping, per climb; steps: every evaluation in order (``start`` numbers the
-    climb); n_anchors: tempered-SMC runs of the ln N(D) path; seconds: wall time of the climbs.
+    climb); n_anchors: tempered-SMC runs of the ln N(D) path; n_stopped_anchors: of them, those whose budget stopped
+    early at a point certainly worse than its climb's best (:meth:`_Objective.worse_above`); seconds: wall time of the
+    climbs.
     """
 
     ends: tuple[SearchStep, ...]
     messages: tuple[str, ...]
     steps: tuple[SearchStep, ...]
     n_anchors: int
+    n_stopped_anchors: int
     seconds: float
     template: Kernel
 
@@ -215,6 +218,15 @@ class _Objective:
             sites = EPSites(*(np.where(converged[:, None], s, 0.0) for s in naive.sites))
         return naive, sweeps, factorizations
 
+    def worse_above(self, log_naive: float) -> float:
+        """The level of ln N(D) above which a point with ln Q(D) = ``log_naive`` is worse than the climb's best so far
+        (k problems: sum_c ln Q(D_c) - k ln N(D) below that best); +inf before the climb has a feasible point. An
+        anchor there stops its budget once ln N(D) certainly exceeds it (:meth:`ReweightedPath.estimate`): the point
+        is infeasible for the line search either way, and the budget would have grown, at up to 20 times the
+        cost, only to say how much worse (theory: "Hyperparameter selection")."""
+        best = max((s.log_evidence for s in self.steps if s.start == self.start), default=-np.inf)
+        return (log_naive - best) / self.Y.shape[0] if np.isfinite(best) else np.inf
+
     def __call__(self, x_free):
         x = self.full(x_free)
         if self.last is None or not np.array_equal(self.last[0], x):
@@ -228,7 +240,7 @@ class _Objective:
         feasible = bool(np.all(np.asarray(naive.converged)))
         log_naive = float(np.sum(np.asarray(naive.value)))
         # ln N(D) only where ln Q(D) is usable: an anchor far outside the useful region can cost seconds
-        norm = self.path.estimate(x) if feasible else None
+        norm = self.path.estimate(x, self.worse_above(log_naive)) if feasible else None
         # a path estimate resting on disagreeing SMC runs is biased low (the evidence high): not usable
         feasible = feasible and norm.resolved and norm.runs_agree and np.isfinite(norm.value)
         k = self.Y.shape[0]  # the problems share ln N(D), which depends on the inputs only
@@ -408,7 +420,8 @@ class EvidenceAscent:
         steps = self.objective.steps
         ends = [climb_end([s for s in steps if s.start == i], self.resolution) for i in range(len(self.messages))]
         return SearchResult(ends=tuple(ends), messages=tuple(self.messages), steps=tuple(steps),
-                            n_anchors=self.path.n_anchors, seconds=self.seconds,
+                            n_anchors=self.path.n_anchors, n_stopped_anchors=self.path.n_stopped,
+                            seconds=self.seconds,
                             template=self.template)
 
 

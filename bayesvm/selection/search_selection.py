@@ -77,10 +77,11 @@ class SearchSelection:
     method: str = "search"
 
     def summary_counts(self) -> dict:
-        """The work done: evaluations, EP sweeps, factorisations, SMC anchors, starts, refinements of the path,
-        per-phase seconds."""
+        """The work done: evaluations, EP sweeps, factorisations, SMC anchors (and those stopped early at points worse
+        than their climb's best), starts, refinements of the path, per-phase seconds."""
         return {"evaluations": self.search.n_evaluations, "ep_sweeps": self.search.ep_sweeps,
                 "factorizations": self.search.factorizations, "anchors": self.search.n_anchors,
+                "stopped_anchors": self.search.n_stopped_anchors,
                 "starts": len(self.search.ends) - self.search.n_refinements,
                 "refinements": self.search.n_refinements, **{f"seconds_{k}": v for k, v in self.seconds.items()}}
 
