@@ -670,7 +670,7 @@ def test_the_ep_started_likelihood_read_from_the_tall_factors_images_is_the_dens
 @pytest.mark.parametrize("prior_value, prior_agree, prior_stopped, ep_value, route, trusted", [
     (-10.0, True, None, -5.0, "prior", True),    # the prior-started runs agree: EP is not run
     (-10.0, False, None, -8.0, "ep", True),      # they disagree, EP's start finds more mass and its runs agree
-    (-10.0, False, None, -12.0, "prior", False),  # EP's agreeing runs find less mass than the disagreeing ones: both low
+    (-10.0, False, None, -12.0, "prior", False),  # EP's agreeing runs find less mass than the disagreeing ones
     (-10.0, False, -30.0, -5.0, "prior", False),  # they disagree but stopped early (ln N(D) above the caller's level)
 ])
 def test_the_ep_start_is_a_fallback_that_keeps_the_higher_value(monkeypatch, prior_value, prior_agree, prior_stopped,

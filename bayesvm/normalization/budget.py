@@ -117,7 +117,8 @@ def exceeds(result: AnnealingResult, level: float, checks: int) -> bool:
 def annealed_until_runs_agree(chol, log_likelihood: Callable, *, key=0, n_particles: int = 128,
                               n_runs: int = DEFAULT_RUNS, n_mcmc_steps: int = DEFAULT_MCMC_STEPS,
                               ladder=BUDGET_LADDER, max_se: float = np.inf, settle: bool = True,
-                              stop_above: float = np.inf, escalation: Callable[[], tuple[Array, SliceGuide] | None] | None = None,
+                              stop_above: float = np.inf,
+                              escalation: Callable[[], tuple[Array, SliceGuide] | None] | None = None,
                               **options) -> AnnealingResult:
     """:func:`annealed_log_expectation`, with a budget that grows until the runs agree and the value settles, up to a
     cap.
