@@ -280,7 +280,7 @@ class AnnealedNormalization:
     until the runs agree and the standard error reaches that target
     (:func:`bayesvm.normalization.budget.annealed_until_runs_agree`); the rounds
     after the first move round EP's Gaussian (``diagnostics["guided"]``), and
-    where the runs still disagree at the cap, tempered SMC starts again from it
+    where the runs still disagree at the cap (or their value still rises there), tempered SMC starts again from it
     (:func:`bayesvm.normalization.ep_started.annealed_with_ep_fallback`;
     ``diagnostics["ep_started"]``); runs that disagree there too mark the cell
     untrusted (biased low).

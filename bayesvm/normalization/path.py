@@ -27,7 +27,7 @@ every anchor, the path re-anchors: tempered SMC runs again at the new point.
 The estimate at the anchor itself is the SMC value (whose budget grows until
 its runs agree, :func:`bayesvm.normalization.budget.annealed_until_runs_agree`; under
 the exact prior, moving round EP's Gaussian after a first round that misses and, where
-the runs still disagree at its cap, started again from that Gaussian,
+the runs still disagree at its cap (or rise there), started again from that Gaussian,
 :func:`bayesvm.normalization.ep_started.annealed_with_ep_fallback`; where the caller names a level of ln N(D)
 above which its point is of no use, ``stop_above``, the budget stops once that is certain), so the path is exactly
 as accurate as tempered SMC there and degrades gracefully with distance; the
