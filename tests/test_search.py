@@ -496,6 +496,15 @@ def test_an_anchor_whose_runs_disagree_serves_its_own_point_without_annealing_ag
     assert further.anchored and path.n_anchors == 2
 
 
+def _one_start_ascent(X, y, template, options: SearchOptions):
+    """An evidence ascent over the default box that has climbed from the first default start."""
+    from bayesvm.selection.search import EvidenceAscent
+
+    space, data = SearchSpace.default(X, template), training_data(X, y)
+    return EvidenceAscent.from_starts(data.X, data.Y, template, space=space,
+                                      starts=default_starts(space, X, template)[:1], options=options)
+
+
 def test_an_anchor_learns_the_level_above_which_its_point_is_worse_than_its_climbs_best(monkeypatch):
     """The search hands each new anchor the level of ln N(D) above which the point's evidence (k = 3 problems
     sharing ln N(D): sum_c ln Q(D_c) - 3 ln N(D)) falls below the best its climb has met, +inf before the climb has
@@ -506,7 +515,6 @@ def test_an_anchor_learns_the_level_above_which_its_point_is_worse_than_its_clim
     from sklearn.preprocessing import StandardScaler
 
     from bayesvm.normalization.path import Annealed, FullPathPrior
-    from bayesvm.selection.search import EvidenceAscent
 
     X, y = load_iris(return_X_y=True)
     X, _, y, _ = train_test_split(StandardScaler().fit_transform(X), y, train_size=60, stratify=y, random_state=0)
@@ -523,14 +531,11 @@ def test_an_anchor_learns_the_level_above_which_its_point_is_worse_than_its_clim
         return annealed
 
     monkeypatch.setattr(FullPathPrior, "anneal", recorded)
-    space, data = SearchSpace.default(X, template), training_data(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        ascent = EvidenceAscent.from_starts(data.X, data.Y, template, space=space,
-                                            starts=default_starts(space, X, template)[:1],
-                                            options=SearchOptions(max_iter=8))
+        ascent = _one_start_ascent(X, y, template, SearchOptions(max_iter=8))
     steps, result = ascent.result().steps, ascent.result()
-    assert data.Y.shape[0] == 3 and made[0][1] == np.inf
+    assert ascent.objective.Y.shape[0] == 3 and made[0][1] == np.inf
     compared = stopped = 0
     for x, level, value in made[1:]:
         index = next(i for i, s in enumerate(steps) if np.array_equal(s.x, x) and s.anchored)
@@ -586,7 +591,6 @@ def test_after_a_refinement_the_anchors_take_the_checks_moves_and_the_new_one_it
     anchors the search's particles with the check's moves."""
     from bayesvm.normalization.budget import default_moves
     from bayesvm.normalization.path import FullPathPrior
-    from bayesvm.selection.search import EvidenceAscent
 
     X, y = _subsample("breast_cancer", 60, seed=2)
     template, ran = RBF(), []
@@ -599,12 +603,10 @@ def test_after_a_refinement_the_anchors_take_the_checks_moves_and_the_new_one_it
         return annealed
 
     monkeypatch.setattr(FullPathPrior, "anneal", recorded)
-    space, data = SearchSpace.default(X, template), training_data(X, y)
+    space = SearchSpace.default(X, template)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        ascent = EvidenceAscent.from_starts(data.X, data.Y, template, space=space,
-                                            starts=default_starts(space, X, template)[:1],
-                                            options=SearchOptions(max_iter=2, refinements=1))
+        ascent = _one_start_ascent(X, y, template, SearchOptions(max_iter=2, refinements=1))
         searched = len(ran)
         end = ascent.result().ends[0].x
         ascent.refine(end, 1.0)

@@ -321,8 +321,7 @@ class ReweightedPath:
             reweighted = self._served(anchor, x)
             if reweighted is not None:
                 return _path_estimate(anchor, reweighted, anchored=False)
-        annealing = self.annealing if stop_above == np.inf else {**self.annealing, "stop_above": float(stop_above)}
-        anchor = self._annealed_anchor(x, self.key, annealing)
+        anchor = self._annealed_anchor(x, self.key, {**self.annealing, "stop_above": float(stop_above)})
         if anchor is None:
             return _unresolved(x)
         self.anchors.append(anchor)
