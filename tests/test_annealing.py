@@ -832,3 +832,33 @@ def test_guided_estimator_matches_gaussian_closed_form():
     assert_close(result, exact)
     with pytest.raises(ValueError, match="slice guide"):
         annealed_log_expectation(chol, log_gauss, args=(m, s), guide=SliceGuide(-lam, guide.shift))
+
+
+@pytest.mark.parametrize("route", ["prior", "ep"])
+def test_kept_particles_as_theta_have_the_targets_moments_on_six_points(route):
+    """The final particles that a selection re-anchors its path on (``RoutedEstimate.latents``: rows of theta
+    whatever the route; on EP's start theta = L (m + S z)) are draws from the target prod_i nu(theta_i) N(theta; 0, K):
+    their E[theta theta^T] matches 10^6 plain prior draws weighted by the integrand (on a padded factor, whose
+    padding latents stay N(0, 1))."""
+    from bayesvm.normalization.annealing import padded
+    from bayesvm.normalization.ep_started import RoutedEstimate
+
+    X = np.random.default_rng(5).normal(size=(6, 2))
+    kernel, c = RBF(length_scale=0.7, amplitude=1.0, offset=1.0), 3.0  # the target's variances 4.5-5, the prior's 2
+    K = np.asarray(kernel(X))
+    draws = np.random.default_rng(7).normal(size=(1_000_000, 6)) @ np.linalg.cholesky(K).T
+    log_w = np.sum(np.log(nu_np(draws, c)), axis=1)
+    w = np.exp(log_w - log_w.max())
+    second_moment = (draws * w[:, None]).T @ draws / w.sum()
+    with float64_scope():
+        chol, mask = padded(prior_factor(K), 8)
+        if route == "ep":
+            result, start = annealed_from_ep(chol, c, mask, key=1, keep_particles=True)
+        else:
+            result, start = annealed_until_runs_agree(chol, product_route_log_likelihood, args=(c, mask), key=1,
+                                                      keep_particles=True), None
+        theta = np.asarray(RoutedEstimate(result, route, start).latents(chol))
+    assert result.runs_agree and theta.shape == (result.n_runs * result.n_particles, 8)
+    kept = theta[:, :6].T @ theta[:, :6] / theta.shape[0]
+    np.testing.assert_allclose(kept, second_moment, atol=0.05 * np.max(np.diag(second_moment)))
+    np.testing.assert_allclose(np.var(theta[:, 6:], axis=0), 1.0, atol=0.1)

@@ -378,11 +378,12 @@ def test_a_higher_point_that_fails_its_checks_is_reported_not_dropped_silently(m
     calls = []
 
     def first_unverified(data, C, kernel, *args, **kwargs):
-        evidence, report = real(data, C, kernel, *args, **kwargs)
+        evidence, report, reference = real(data, C, kernel, *args, **kwargs)
         calls.append(C)
         if len(calls) == 1:  # the best end point: as if its ln N(D) runs had disagreed, 50 nats higher
-            return dataclasses.replace(evidence, total=evidence.total + 50.0), report._replace(runs_agree=False)
-        return evidence, report
+            return (dataclasses.replace(evidence, total=evidence.total + 50.0), report._replace(runs_agree=False),
+                    reference)
+        return evidence, report, reference
 
     monkeypatch.setattr(search_module, "check_point", first_unverified)
     X, y = _subsample("breast_cancer", 60, seed=5)
@@ -433,6 +434,37 @@ def test_refining_the_path_drops_the_anchor_a_fresh_estimate_contradicts_and_kee
     assert reference.runs_agree
     for estimate in (refined, again, path.estimate(x1)):
         assert abs(estimate.value - reference.value) <= max(1.0, 3 * np.hypot(estimate.se, reference.se))
+
+
+def test_a_path_anchored_on_the_checks_particles_matches_fresh_estimates_nearby():
+    """The selection's check keeps its tempered-SMC particles (rows of theta) without changing its value, and the
+    path re-anchored on them serves points a step away: their reweighted ln N(D) must match fresh tempered SMC there,
+    which fails if the particles were taken in the wrong coordinates (whitened by the wrong factor, or EP's
+    start's z taken for theta)."""
+    from bayesvm.evidence.log_evidence import evidences_at, training_normalization
+
+    X, y = _subsample("breast_cancer", 60, seed=4)
+    data = training_data(X, y)
+    x = np.log([1.0, 10.0, 1.0, 5.0])
+    C, kernel = float(np.exp(x[0])), RBF().replace(**kernel_hyperparameters_at(RBF(), x))
+    with float64_scope(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        kept = training_normalization(data, C, kernel, random_state=3, keep_particles=True)
+        plain = evidences_at(data, C, kernel, random_state=3)[0]
+        result = kept.diagnostics["annealing"]
+        assert kept.value == plain.log_normalization and kept.se == plain.log_normalization_se
+        assert result.particles.shape == (result.n_runs * result.n_particles, 64)  # 60 inputs padded to 64
+        path = NormalizationPath(jnp.asarray(X), RBF(), key=0)
+        refined = path.refine(x, {}, tolerance=1.0, annealed=path.prior.anchored(x, result))
+        assert refined.anchored and refined.value == kept.value and path.n_anchors == 0
+        for step in ([0.0, 0.3, 0.0, 0.0], [0.2, 0.0, 0.0, -0.2]):
+            near = x + np.array(step)
+            estimate = path.estimate(near)
+            assert not estimate.anchored and path.n_anchors == 0
+            C_near, kernel_near = float(np.exp(near[0])), RBF().replace(**kernel_hyperparameters_at(RBF(), near))
+            fresh = annealed_log_normalization(kernel_near, C_near, 60, X, route="product", key=17, n_particles=512)
+            assert fresh.runs_agree
+            assert abs(estimate.value - fresh.value) <= max(0.3, 3 * np.hypot(estimate.se, fresh.se))
 
 
 def test_a_refinement_whose_own_runs_disagree_leaves_the_path_as_it_was(monkeypatch):
@@ -619,8 +651,9 @@ def test_after_a_refinement_the_anchors_take_the_checks_moves_and_the_new_one_it
 
 def test_where_the_refined_climb_cannot_move_its_end_is_judged_by_the_one_fresh_check_already_made(monkeypatch):
     """With every coordinate fixed the climb after a refinement ends where it began: the point's fresh evidence,
-    computed once, is tested again against the refined path's ln N(D) (an independent estimate with the check's moves),
-    and passes, without a second fresh estimate."""
+    computed once, is tested again against the refined path's ln N(D), which is the check's own (the path
+    re-anchored on the check's particles, with no tempered SMC of its own there), and passes, without a second fresh
+    estimate."""
     import bayesvm.selection.search_selection as search_module
 
     X, y = _subsample("breast_cancer", 60, seed=2)
@@ -640,6 +673,8 @@ def test_where_the_refined_climb_cannot_move_its_end_is_judged_by_the_one_fresh_
     misled = _search(X, y, SearchOptions(refinements=0), starts=x[None], space=space)
     refined = _search(X, y, SearchOptions(), starts=x[None], space=space)
     assert not misled.report.normalization_agrees and refined.report.trusted
+    assert refined.search.n_anchors == misled.search.n_anchors  # no tempered SMC at the refinement
+    assert refined.report.search_log_normalization == pytest.approx(refined.report.reference_log_normalization, abs=1e-12)
     assert refined.search.messages == ("all coordinates fixed", f"refined at {_describe(x)}: all "
                                        "coordinates fixed")
     assert len(calls) == 2  # one fresh check per selection

@@ -45,6 +45,7 @@ for ln N(D) (reweighted tempered-SMC particles; :mod:`bayesvm.normalization.path
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
 
@@ -283,23 +284,32 @@ class AnnealedNormalization:
     where the runs still disagree at the cap (or their value still rises there), tempered SMC starts again from it
     (:func:`bayesvm.normalization.ep_started.annealed_with_ep_fallback`;
     ``diagnostics["ep_started"]``); runs that disagree there too mark the cell
-    untrusted (biased low).
+    untrusted (biased low). With ``keep_particles``, ``diagnostics["annealing"]`` holds each cell's
+    :class:`~bayesvm.normalization.annealing.AnnealingResult` with its final particles as rows of theta over the
+    padded inputs (:meth:`bayesvm.normalization.ep_started.RoutedEstimate.latents`; each round then moves its
+    particles once more after the last reweighting, which leaves every value as it was).
     """
 
     key: int = 0
     options: dict = field(default_factory=dict)
+    keep_particles: bool = False
 
     def __call__(self, cells: Cells) -> Estimate:
         factor = prior_factor(cells.base + cells.offset_ratio)
         size = _linalg.problem_size(cells.n)
-        options = {"max_se": target_standard_error(cells.n), "n_mcmc_steps": default_moves(cells.n), **self.options}
-        routed = []
+        options = {"max_se": target_standard_error(cells.n), "n_mcmc_steps": default_moves(cells.n),
+                   "keep_particles": self.keep_particles, **self.options}
+        routed, kept = [], np.empty(cells.size, dtype=object)
         for b in range(cells.size):
             chol, mask = padded(np.sqrt(cells.amplitude[b]) * factor, size)
             routed.append(annealed_with_ep_fallback(chol, cells.C[b], mask, key=self.key, **options))
+            if self.keep_particles:
+                kept[b] = dataclasses.replace(routed[b].result, particles=routed[b].latents(chol))
         estimate = _from_annealing([r.result for r in routed])
         estimate.diagnostics["ep_started"] = np.array([r.route == "ep" for r in routed])
         estimate.diagnostics["guided"] = np.array([r.route == "guided" for r in routed])
+        if self.keep_particles:
+            estimate.diagnostics["annealing"] = kept
         return estimate
 
     def along_path(self, X, template: Kernel, inducing=None) -> ReweightedPath:

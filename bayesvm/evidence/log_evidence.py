@@ -48,6 +48,7 @@ __all__ = [
     "evidences_at",
     "one_vs_rest_evidence",
     "point_cells",
+    "training_normalization",
 ]
 
 #: Laplace-style evidence is flagged when more than this share of the points is marginal. Measured
@@ -227,10 +228,23 @@ def log_normalization(
                                    stacklevel=4)  # _normalization_estimate, log_normalization, float64, the caller
 
 
-def _normalization_estimate(cells: Cells, method: str, n_samples: int, random_state, stacklevel: int) -> Estimate:
+def training_normalization(data: TrainingData, C: float, kernel: Kernel, *, random_state=0,
+                           keep_particles: bool = False) -> Estimate:
+    """ln N(D) over validated ``data``'s training inputs at a valid (C, kernel) by the default estimator (tempered
+    SMC), as :func:`evidences_at` computes it; warns when it is not to be trusted. ``keep_particles``: its
+    ``diagnostics["annealing"]`` is the sampler's result with its final particles (rows of theta over the inputs
+    padded to :func:`bayesvm._linalg.problem_size`), the same value (a selection re-anchors its search path on them:
+    :meth:`bayesvm.normalization.path.FullPathPrior.anchored`)."""
+    return _normalization_estimate(point_cells(data.X, kernel, C), "annealed", 0, random_state, stacklevel=4,
+                                   keep_particles=keep_particles)
+
+
+def _normalization_estimate(cells: Cells, method: str, n_samples: int, random_state, stacklevel: int,
+                            keep_particles: bool = False) -> Estimate:
     """ln N(D) of the one cell (its inputs: the training inputs, or stand-ins with ``cells.n`` the exponent) by the
     named estimator; warns when it is not to be trusted."""
-    estimate = normalization_estimator(method, key=random_state, n_samples=n_samples)(cells).at(0)
+    estimate = normalization_estimator(method, key=random_state, n_samples=n_samples,
+                                       keep_particles=keep_particles)(cells).at(0)
     if not estimate.trusted:
         unsettled = method == "annealed" and not estimate.diagnostics["settled"]
         warnings.warn(_UNTRUSTED_NORMALIZATION["annealed-unsettled" if unsettled else method].format(
@@ -318,23 +332,28 @@ def log_evidence(
 
 def evidences_at(data: TrainingData, C: float, kernel: Kernel, *, approximation: str = "ep",
                  determinant: str = "regularized", normalization: str = "annealed", normalization_inputs_from="training",
-                 n_samples: int = 2000, max_inputs: int = 500, random_state=0) -> tuple[Evidence, ...]:
+                 n_samples: int = 2000, max_inputs: int = 500, random_state=0,
+                 normalization_estimate: Estimate | None = None) -> tuple[Evidence, ...]:
     """The :class:`Evidence` of each binary problem of validated ``data`` at a valid (C, kernel).
 
     One unit Gram matrix of the training inputs serves the problems' MAP fits, their ln Q(D) and the one ln N(D),
-    which depends on the inputs only; the options are :func:`log_evidence`'s.
+    which depends on the inputs only; the options are :func:`log_evidence`'s. ``normalization_estimate``: that
+    ln N(D) where the caller has computed it already by the ``normalization`` estimator
+    (:func:`training_normalization`).
     """
     cells = point_cells(data.X, kernel, C)
     K = cells.prior(0)
     fits = [fit_map_on_gram(K, data.X, problem.Y[0], problem.classes, C, kernel, stacklevel=5)
             for problem in data.problems]
-    if normalization in STAND_IN_ESTIMATORS:
+    if normalization_estimate is not None:
+        norm = normalization_estimate
+    elif normalization in STAND_IN_ESTIMATORS:
         inputs = normalization_inputs(data.X, normalization_inputs_from, max_inputs=max_inputs,
                                       random_state=random_state)
-        norm_cells = point_cells(inputs, kernel, C, n=data.X.shape[0])
+        norm = _normalization_estimate(point_cells(inputs, kernel, C, n=data.X.shape[0]), normalization, n_samples,
+                                       random_state, stacklevel=5)
     else:
-        norm_cells = cells
-    norm = _normalization_estimate(norm_cells, normalization, n_samples, random_state, stacklevel=5)
+        norm = _normalization_estimate(cells, normalization, n_samples, random_state, stacklevel=5)
     evidences = []
     for fit in fits:
         naive = _naive_estimate(cells._replace(y=jnp.asarray(fit.y)), approximation, determinant, random_state,
@@ -448,12 +467,16 @@ def log_evidence_one_vs_rest(X, y, *, C: float = 1.0, kernel: Kernel | None = No
     return one_vs_rest_evidence(data, C, kernel, random_state=random_state, inducing=inducing)
 
 
-def one_vs_rest_evidence(data: TrainingData, C: float, kernel: Kernel, *, random_state=0,
-                         inducing=None) -> OneVsRestEvidence:
-    """:func:`log_evidence_one_vs_rest` on validated data at a valid (C, kernel)."""
+def one_vs_rest_evidence(data: TrainingData, C: float, kernel: Kernel, *, random_state=0, inducing=None,
+                         normalization_estimate: Estimate | None = None) -> OneVsRestEvidence:
+    """:func:`log_evidence_one_vs_rest` on validated data at a valid (C, kernel); ``normalization_estimate`` as in
+    :func:`evidences_at` (full prior only)."""
     if inducing is not None:
+        if normalization_estimate is not None:
+            raise ValueError("normalization_estimate is for the full prior; the low-rank prior estimates its own")
         return OneVsRestEvidence(data.classes, _low_rank_evidences(data, C, kernel, inducing, random_state))
-    return OneVsRestEvidence(data.classes, evidences_at(data, C, kernel, random_state=random_state))
+    return OneVsRestEvidence(data.classes, evidences_at(data, C, kernel, random_state=random_state,
+                                                        normalization_estimate=normalization_estimate))
 
 
 def _warn_outside_range(terms: NaiveEvidenceTerms, n_marginal: int, n: int, determinant: str) -> None:

@@ -193,10 +193,10 @@ class FullPathPrior:
         return jnp.sum(jnp.where(self.mask, log_nu(z @ L.T, penalty_at(x)), 0.0), axis=1)
 
     def anneal(self, x: np.ndarray, key, annealing: dict) -> Annealed | None:
-        L, jitter = _prior_factor(jnp.asarray(x), self.X, self.mask, self.template)
-        # the jitter is independent noise of this variance on every theta_i (theta^2 units)
-        if not (bool(np.all(np.isfinite(np.asarray(L)))) and float(jitter) <= MARGIN_RESOLUTION):
+        factor = self._resolved_factor(x)
+        if factor is None:
             return None
+        L, jitter = factor
         routed = annealed_with_ep_fallback(L, float(np.exp(x[0])), self.mask.astype(L.dtype), key=key,
                                            keep_particles=True, **annealing)
         particles = routed.result.particles
@@ -204,6 +204,26 @@ class FullPathPrior:
             z = jnp.reshape(particles, (-1, L.shape[0]))
             return Annealed(routed.result, routed.start.mean + z @ routed.start.scale.T, jitter)
         return Annealed(routed.result, _whitened(L, particles), jitter)
+
+    def anchored(self, x: np.ndarray, result: AnnealingResult) -> Annealed | None:
+        """An anchor at x from tempered SMC run there by another caller on the same prior (the selection's check:
+        :func:`bayesvm.normalization.ep_started.RoutedEstimate.latents`), whose ``particles`` are rows of theta
+        over the padded inputs, whitened by this prior's factor at x; None where the prior is not resolved at x.
+        The other caller's square-root factor of K(x) may differ from this one's (an eigen-factor, another
+        jitter): theta's distribution, which the particles represent, does not."""
+        factor = self._resolved_factor(x)
+        if factor is None:
+            return None
+        L, jitter = factor
+        return Annealed(result, _whitened(L, result.particles), jitter)
+
+    def _resolved_factor(self, x: np.ndarray) -> tuple[Array, Array] | None:
+        """The factor of K(x) + jitter I and its jitter (:func:`_prior_factor`), or None where the factor failed or
+        the jitter exceeds the margin's resolution (it is independent noise of that variance on every theta_i)."""
+        L, jitter = _prior_factor(jnp.asarray(x), self.X, self.mask, self.template)
+        if not (bool(np.all(np.isfinite(np.asarray(L)))) and float(jitter) <= MARGIN_RESOLUTION):
+            return None
+        return L, jitter
 
 
 @jax.jit
@@ -281,8 +301,12 @@ class ReweightedPath:
         self.n_anchors += 1
         if annealed is None:
             return None
+        self.n_stopped += annealed.result.stopped_above is not None
+        return self._anchor(x, annealed)
+
+    def _anchor(self, x: np.ndarray, annealed: Annealed) -> _Anchor:
+        """The anchor at x of tempered SMC's estimate and particles there."""
         result, z, aux = annealed
-        self.n_stopped += result.stopped_above is not None
         # each run's particles carry its weight Z_r / mean Z (population annealing's weighted average; rows are
         # run by run): folded into ln f at the anchor, the reweighted mean at the anchor itself is exactly 1
         run_log_weight = np.repeat(result.log_z_runs - result.value, result.n_particles)
@@ -328,10 +352,11 @@ class ReweightedPath:
         return self._at_own_anchor(anchor)
 
     @float64
-    def refine(self, x, annealing: dict, tolerance: float) -> PathEstimate:
+    def refine(self, x, annealing: dict, tolerance: float, annealed: Annealed | None = None) -> PathEstimate:
         """Anchor again at x with ``annealing`` (a larger budget than the path's) and random numbers of its own (the
-        path's key folded with the number of refinements), and drop every anchor whose estimate at x this one
-        contradicts.
+        path's key folded with the number of refinements), or with ``annealed``, tempered SMC already run at x in
+        this prior's coordinates (:meth:`FullPathPrior.anchored`), and drop every anchor whose estimate at x this
+        one contradicts.
 
         For where a fresh estimate at x has shown the path's value there to be off: agreeing runs of a small
         budget can all miss the same mass and lie low, and a search then climbs towards where they do. An anchor
@@ -343,7 +368,10 @@ class ReweightedPath:
         """
         x = np.asarray(x, dtype=np.float64)
         self.n_refinements += 1
-        new = self._annealed_anchor(x, jax.random.fold_in(as_key(self.key), self.n_refinements), annealing)
+        if annealed is not None:
+            new = self._anchor(x, annealed)
+        else:
+            new = self._annealed_anchor(x, jax.random.fold_in(as_key(self.key), self.n_refinements), annealing)
         if new is None:
             return _unresolved(x)
         if not new.runs_agree:

@@ -46,6 +46,7 @@ from ..evidence.ep_gradient import EPSites
 from ..hyperparameters import SearchSpace, kernel_hyperparameters_at, pairwise_distances
 from ..hyperparameters import feature_pairwise_distances
 from ..kernels import Kernel, is_ard
+from ..normalization.annealing import AnnealingResult
 from ..normalization.budget import default_moves, target_standard_error
 from ..normalization.path import ANCHOR_ANNEALING, ANCHOR_BUDGET, ReweightedPath
 from .search_priors import FullPrior, InducingPrior
@@ -397,21 +398,24 @@ class EvidenceAscent:
         objective.report_progress(finished=True)
         self.seconds += time.perf_counter() - started
 
-    def refine(self, x: np.ndarray, tolerance: float) -> None:
+    def refine(self, x: np.ndarray, tolerance: float, reference: AnnealingResult | None = None) -> None:
         """Re-anchor the path at x (:meth:`~bayesvm.normalization.path.ReweightedPath.refine`, which drops the anchors
         it contradicts by more than ``tolerance`` nats) and climb again from x (theory: "Hyperparameter selection").
 
-        From here on the path's anchors take the check's slice moves per temperature
-        (:func:`~bayesvm.normalization.budget.default_moves`): runs with too few moves agree while missing the
-        same mass, which is what misled the path. The new anchor at x also has the check's particles (x is where
-        the maximum seemed to be, often where runs are hard to make agree) but the path's precision target and
-        budget (:data:`~bayesvm.normalization.path.ANCHOR_BUDGET`), not the check's; later anchors keep the search's
-        particles. Its value at x is independent of the fresh check.
+        The new anchor at x is the fresh check's own tempered SMC there, ``reference`` (its result with its
+        particles as rows of theta, :func:`bayesvm.selection.trust.check_point`'s), where the path's prior can take
+        it (the full prior: :meth:`~bayesvm.normalization.path.FullPathPrior.anchored`): the path's value at x is
+        then the check's, with no second estimate of the same size. Otherwise (the low-rank prior) tempered SMC
+        runs again at x with the check's particles and slice moves but the path's precision target and budget
+        (:data:`~bayesvm.normalization.path.ANCHOR_BUDGET`). From here on the path's anchors take the check's
+        slice moves per temperature (:func:`~bayesvm.normalization.budget.default_moves`): runs with too few moves
+        agree while missing the same mass, which is what misled the path; they keep the search's particles.
         """
         started = time.perf_counter()
         moves = default_moves(int(self.objective.X.shape[0]))
+        annealed = None if reference is None else self.path.prior.anchored(x, reference)
         self.path.refine(x, {"n_mcmc_steps": moves, "max_se": self.path.annealing.get("max_se", np.inf),
-                             **ANCHOR_BUDGET}, tolerance)
+                             **ANCHOR_BUDGET}, tolerance, annealed)
         self.path.annealing = {**self.path.annealing, "n_mcmc_steps": moves}
         self.seconds += time.perf_counter() - started
         self.climb(x, note=f"{_REFINED} {_describe(x)}: ")

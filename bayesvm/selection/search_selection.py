@@ -6,8 +6,9 @@ points, best first, with :func:`bayesvm.log_evidence`'s defaults (EP at full
 tolerance, a fresh tempered-SMC ln N(D) with the full budget) and returns the
 first that passes the tests of :mod:`bayesvm.selection.trust`. Where an end
 point's fresh ln N(D) is itself trusted but contradicts the search's, the
-path is re-anchored there with the check's slice moves and the search climbs
-again (theory: "Hyperparameter selection"). :class:`SearchSelection` is the
+path is re-anchored there on the check's own tempered-SMC particles (the
+low-rank prior's: a new anchor with the check's slice moves) and the search
+climbs again (theory: "Hyperparameter selection"). :class:`SearchSelection` is the
 result.
 """
 
@@ -25,6 +26,7 @@ from .._validation import TrainingData
 from ..evidence.log_evidence import Evidence, OneVsRestEvidence
 from ..hyperparameters import SearchSpace
 from ..kernels import Kernel, is_ard
+from ..normalization.annealing import AnnealingResult
 from .search import EvidenceAscent, SearchOptions, SearchResult
 from .search_priors import FullPrior, InducingPrior
 from .trust import NORMALIZATION_TOLERANCE, TrustReport, check_point, trust_report, warn_untrusted
@@ -131,8 +133,8 @@ def select_by_search(data: TrainingData, template: Kernel, *, space: SearchSpace
     problem; k >= 3 classes are k one-vs-rest problems that share the hyperparameters, chosen by their summed
     evidence (:func:`~bayesvm.selection.search.maximize_evidence`; theory: "More than two classes"). Where an end
     point's fresh ln N(D) is itself trusted (its runs agree, EP converged) but contradicts the search's, the
-    search's path was off there: up to ``options.refinements`` times the path is re-anchored at that point with the
-    check's slice moves and the search climbs again from it (:meth:`~bayesvm.selection.search.EvidenceAscent.refine`),
+    search's path was off there: up to ``options.refinements`` times the path is re-anchored at that point on the
+    check's particles and the search climbs again from it (:meth:`~bayesvm.selection.search.EvidenceAscent.refine`),
     and its new end point joins the candidates. If none passes, the best is returned with warnings that say which
     test failed.
     """
@@ -158,7 +160,7 @@ def select_by_search(data: TrainingData, template: Kernel, *, space: SearchSpace
         if refine_at is None:
             break
         refined_at.add(refine_at.x.tobytes())
-        ascent.refine(refine_at.x, NORMALIZATION_TOLERANCE)
+        ascent.refine(refine_at.x, NORMALIZATION_TOLERANCE, check.reference(refine_at))
     step, C, kernel, evidence, report = checked[-1] if checked[-1][4].trusted else checked[0]
     if not report.trusted:
         warn_untrusted(report, C, float(kernel.amplitude))
@@ -187,11 +189,13 @@ def _candidates(search: SearchResult) -> list:
 class _FreshChecks:
     """The tests at end points (:func:`bayesvm.selection.trust.check_point`), each point's fresh evidence computed
     once: a point met again (a refined path's climb can end where it began) is tested against that end's own
-    ln N(D) (:func:`bayesvm.selection.trust.trust_report`). Counts the seconds spent on fresh evidence."""
+    ln N(D) (:func:`bayesvm.selection.trust.trust_report`). Keeps each fresh ln N(D)'s tempered-SMC result and
+    particles (full prior) for a refinement there, and counts the seconds spent on fresh evidence."""
 
     def __init__(self, data: TrainingData, prior: FullPrior | InducingPrior, random_state):
         self.data, self.prior, self.random_state = data, prior, random_state
         self.fresh: dict[bytes, tuple] = {}  # end point -> (C, kernel, evidence by the reference estimators)
+        self.references: dict[bytes, AnnealingResult | None] = {}  # end point -> its fresh ln N(D)'s particles
         self.seconds = 0.0
 
     def __call__(self, search: SearchResult, step) -> tuple:
@@ -202,11 +206,16 @@ class _FreshChecks:
             return step, C, kernel, evidence, trust_report(evidence, step.log_normalization)
         started = time.perf_counter()
         C, kernel = search.hyperparameters(step)
-        evidence, report = check_point(self.data, C, kernel, step.log_normalization, random_state=self.random_state,
-                                       **self.prior.evidence_options)
+        evidence, report, self.references[point] = check_point(
+            self.data, C, kernel, step.log_normalization, random_state=self.random_state, **self.prior.evidence_options)
         self.fresh[point] = (C, kernel, evidence)
         self.seconds += time.perf_counter() - started
         return step, C, kernel, evidence, report
+
+    def reference(self, step) -> AnnealingResult | None:
+        """The tempered-SMC result, particles included, behind the fresh ln N(D) at the checked end point ``step``
+        (None on the low-rank prior)."""
+        return self.references[step.x.tobytes()]
 
 
 def _refinable(report: TrustReport) -> bool:

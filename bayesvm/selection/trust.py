@@ -16,7 +16,7 @@ estimators, and three tests decide whether the point can be trusted:
   the class probabilities are then meaningless.
 
 Nothing here mutates its inputs: :func:`check_point` returns an
-:class:`Evidence` and a :class:`TrustReport`, and :func:`warn_untrusted`
+:class:`Evidence`, a :class:`TrustReport` and the fresh ln N(D)'s particles, and :func:`warn_untrusted`
 turns a failed report into warnings.
 """
 
@@ -26,8 +26,9 @@ import warnings
 from typing import NamedTuple
 
 from .._validation import TrainingData
-from ..evidence.log_evidence import Evidence, OneVsRestEvidence, one_vs_rest_evidence
+from ..evidence.log_evidence import Evidence, OneVsRestEvidence, one_vs_rest_evidence, training_normalization
 from ..kernels import Kernel
+from ..normalization.annealing import AnnealingResult
 
 __all__ = ["NORMALIZATION_TOLERANCE", "TrustReport", "check_point", "trust_report", "warn_untrusted"]
 
@@ -59,20 +60,28 @@ class TrustReport(NamedTuple):
 
 
 def check_point(data: TrainingData, C: float, kernel: Kernel, search_log_normalization: float,
-                *, random_state=0, inducing=None) -> tuple[Evidence | OneVsRestEvidence, TrustReport]:
-    """The evidence at (C, kernel) by :func:`bayesvm.log_evidence`'s defaults, and the tests of the module docstring.
+                *, random_state=0, inducing=None) -> tuple[Evidence | OneVsRestEvidence, TrustReport,
+                                                            AnnealingResult | None]:
+    """The evidence at (C, kernel) by :func:`bayesvm.log_evidence`'s defaults, the tests of the module docstring,
+    and on the full prior the tempered-SMC result behind the fresh ln N(D) with its final particles (rows of theta
+    over the padded inputs; None on the low-rank prior), on which a search can re-anchor its path.
 
     The same call a fixed-hyperparameter :class:`~bayesvm.BayesianSVC` makes, so
-    a selected and a fixed estimator report the same estimator at the same point;
+    a selected and a fixed estimator report the same estimator at the same point (keeping the particles moves them
+    once more after the sampler's last reweighting, which changes no value);
     ``inducing`` as in :func:`bayesvm.log_evidence` (the low-rank prior). ``data``: the validated training
     data; two classes give an :class:`Evidence`, k >= 3 classes the
     :class:`OneVsRestEvidence` of the k one-vs-rest problems, whose ln Q(D) must all converge.
     """
     with warnings.catch_warnings():  # failures are reported by the report, once
         warnings.simplefilter("ignore", RuntimeWarning)
-        evidence = one_vs_rest_evidence(data, C, kernel, random_state=random_state, inducing=inducing)
+        norm = None if inducing is not None else training_normalization(data, C, kernel, random_state=random_state,
+                                                                        keep_particles=True)
+        evidence = one_vs_rest_evidence(data, C, kernel, random_state=random_state, inducing=inducing,
+                                        normalization_estimate=norm)
     evidence = evidence.problems[0] if len(evidence.problems) == 1 else evidence
-    return evidence, trust_report(evidence, search_log_normalization)
+    reference = None if norm is None else norm.diagnostics["annealing"]
+    return evidence, trust_report(evidence, search_log_normalization), reference
 
 
 def trust_report(evidence: Evidence | OneVsRestEvidence, search_log_normalization: float) -> TrustReport:
