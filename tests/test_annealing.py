@@ -858,7 +858,8 @@ def test_kept_particles_as_theta_have_the_targets_moments_on_six_points(route):
             result, start = annealed_until_runs_agree(chol, product_route_log_likelihood, args=(c, mask), key=1,
                                                       keep_particles=True), None
         theta = np.asarray(RoutedEstimate(result, route, start).latents(chol))
-    assert result.runs_agree and theta.shape == (result.n_runs * result.n_particles, 8)
+    assert result.runs_agree and theta.shape == (result.n_runs, result.n_particles, 8)
+    theta = theta.reshape(-1, 8)
     kept = theta[:, :6].T @ theta[:, :6] / theta.shape[0]
     np.testing.assert_allclose(kept, second_moment, atol=0.05 * np.max(np.diag(second_moment)))
     np.testing.assert_allclose(np.var(theta[:, 6:], axis=0), 1.0, atol=0.1)

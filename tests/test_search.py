@@ -453,7 +453,7 @@ def test_a_path_anchored_on_the_checks_particles_matches_fresh_estimates_nearby(
         plain = evidences_at(data, C, kernel, random_state=3)[0]
         result = kept.diagnostics["annealing"]
         assert kept.value == plain.log_normalization and kept.se == plain.log_normalization_se
-        assert result.particles.shape == (result.n_runs * result.n_particles, 64)  # 60 inputs padded to 64
+        assert result.particles.shape == (result.n_runs, result.n_particles, 64)  # 60 inputs padded to 64
         path = NormalizationPath(jnp.asarray(X), RBF(), key=0)
         refined = path.refine(x, {}, tolerance=1.0, annealed=path.prior.anchored(x, result))
         assert refined.anchored and refined.value == kept.value and path.n_anchors == 0

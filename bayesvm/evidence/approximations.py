@@ -285,7 +285,7 @@ class AnnealedNormalization:
     (:func:`bayesvm.normalization.ep_started.annealed_with_ep_fallback`;
     ``diagnostics["ep_started"]``); runs that disagree there too mark the cell
     untrusted (biased low). With ``keep_particles``, ``diagnostics["annealing"]`` holds each cell's
-    :class:`~bayesvm.normalization.annealing.AnnealingResult` with its final particles as rows of theta over the
+    :class:`~bayesvm.normalization.annealing.AnnealingResult` with its final particles as theta (R, N, M) over the
     padded inputs (:meth:`bayesvm.normalization.ep_started.RoutedEstimate.latents`; each round then moves its
     particles once more after the last reweighting, which leaves every value as it was).
     """

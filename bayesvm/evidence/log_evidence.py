@@ -232,7 +232,7 @@ def training_normalization(data: TrainingData, C: float, kernel: Kernel, *, rand
                            keep_particles: bool = False) -> Estimate:
     """ln N(D) over validated ``data``'s training inputs at a valid (C, kernel) by the default estimator (tempered
     SMC), as :func:`evidences_at` computes it; warns when it is not to be trusted. ``keep_particles``: its
-    ``diagnostics["annealing"]`` is the sampler's result with its final particles (rows of theta over the inputs
+    ``diagnostics["annealing"]`` is the sampler's result with its final particles (theta (R, N, M) over the inputs
     padded to :func:`bayesvm._linalg.problem_size`), the same value (a selection re-anchors its search path on them:
     :meth:`bayesvm.normalization.path.FullPathPrior.anchored`)."""
     return _normalization_estimate(point_cells(data.X, kernel, C), "annealed", 0, random_state, stacklevel=4,

@@ -124,12 +124,11 @@ class RoutedEstimate(NamedTuple):
     start: WeightGaussian | None
 
     def latents(self, chol: Array) -> Array:
-        """The final particles (``keep_particles``) as rows of the latents theta (S, M), whatever the route: on
-        ``"ep"`` theta = chol w with w = start.mean + z start.scale^T; ``chol`` is the factor the estimate used."""
-        particles = jnp.reshape(self.result.particles, (-1, chol.shape[0]))
+        """The final particles (``keep_particles``) as the latents theta (R, N, M), whatever the route: on ``"ep"``
+        theta = chol w with w = start.mean + z start.scale^T; ``chol`` is the factor the estimate used."""
         if self.route != "ep":
-            return particles
-        return (self.start.mean + particles @ self.start.scale.T) @ chol.T
+            return self.result.particles
+        return (self.start.mean + self.result.particles @ self.start.scale.T) @ chol.T
 
 
 @float64

@@ -207,7 +207,7 @@ class FullPathPrior:
 
     def anchored(self, x: np.ndarray, result: AnnealingResult) -> Annealed | None:
         """An anchor at x from tempered SMC run there by another caller on the same prior (the selection's check:
-        :func:`bayesvm.normalization.ep_started.RoutedEstimate.latents`), whose ``particles`` are rows of theta
+        :func:`bayesvm.normalization.ep_started.RoutedEstimate.latents`), whose ``particles`` are theta (R, N, M)
         over the padded inputs, whitened by this prior's factor at x; None where the prior is not resolved at x.
         The other caller's square-root factor of K(x) may differ from this one's (an eigen-factor, another
         jitter): theta's distribution, which the particles represent, does not."""

@@ -403,7 +403,7 @@ class EvidenceAscent:
         it contradicts by more than ``tolerance`` nats) and climb again from x (theory: "Hyperparameter selection").
 
         The new anchor at x is the fresh check's own tempered SMC there, ``reference`` (its result with its
-        particles as rows of theta, :func:`bayesvm.selection.trust.check_point`'s), where the path's prior can take
+        particles as theta, :func:`bayesvm.selection.trust.check_point`'s), where the path's prior can take
         it (the full prior: :meth:`~bayesvm.normalization.path.FullPathPrior.anchored`): the path's value at x is
         then the check's, with no second estimate of the same size. Otherwise (the low-rank prior) tempered SMC
         runs again at x with the check's particles and slice moves but the path's precision target and budget

@@ -63,7 +63,7 @@ def check_point(data: TrainingData, C: float, kernel: Kernel, search_log_normali
                 *, random_state=0, inducing=None) -> tuple[Evidence | OneVsRestEvidence, TrustReport,
                                                             AnnealingResult | None]:
     """The evidence at (C, kernel) by :func:`bayesvm.log_evidence`'s defaults, the tests of the module docstring,
-    and on the full prior the tempered-SMC result behind the fresh ln N(D) with its final particles (rows of theta
+    and on the full prior the tempered-SMC result behind the fresh ln N(D) with its final particles (theta
     over the padded inputs; None on the low-rank prior), on which a search can re-anchor its path.
 
     The same call a fixed-hyperparameter :class:`~bayesvm.BayesianSVC` makes, so
