@@ -834,22 +834,38 @@ def test_guided_estimator_matches_gaussian_closed_form():
         annealed_log_expectation(chol, log_gauss, args=(m, s), guide=SliceGuide(-lam, guide.shift))
 
 
+#: six inputs and a point where the integrand moves theta well away from the prior: the target's variances are
+#: 4.5-5, the prior's 2
+SIX_POINTS = (np.random.default_rng(5).normal(size=(6, 2)), RBF(length_scale=0.7, amplitude=1.0, offset=1.0), 3.0)
+
+
+def _target_second_moment(K: np.ndarray, c: float) -> np.ndarray:
+    """E[theta theta^T] under prod_i nu(theta_i) N(theta; 0, K) from 10^6 plain prior draws weighted by the integrand."""
+    draws = np.random.default_rng(7).normal(size=(1_000_000, K.shape[0])) @ np.linalg.cholesky(K).T
+    log_w = np.sum(np.log(nu_np(draws, c)), axis=1)
+    w = np.exp(log_w - log_w.max())
+    return (draws * w[:, None]).T @ draws / w.sum()
+
+
+def _assert_target_moments(theta: np.ndarray, K: np.ndarray, c: float) -> None:
+    """theta (S, 8): six data latents with the target's second moments, two padding latents N(0, 1)."""
+    exact = _target_second_moment(K, c)
+    np.testing.assert_allclose(theta[:, :6].T @ theta[:, :6] / theta.shape[0], exact,
+                               atol=0.05 * np.max(np.diag(exact)))
+    np.testing.assert_allclose(np.var(theta[:, 6:], axis=0), 1.0, atol=0.1)
+
+
 @pytest.mark.parametrize("route", ["prior", "ep"])
 def test_kept_particles_as_theta_have_the_targets_moments_on_six_points(route):
-    """The final particles that a selection re-anchors its path on (``RoutedEstimate.latents``: rows of theta
-    whatever the route; on EP's start theta = L (m + S z)) are draws from the target prod_i nu(theta_i) N(theta; 0, K):
+    """The final particles that a selection re-anchors its path on (``RoutedEstimate.latents``: theta whatever the
+    route; on EP's start theta = L (m + S z)) are draws from the target prod_i nu(theta_i) N(theta; 0, K):
     their E[theta theta^T] matches 10^6 plain prior draws weighted by the integrand (on a padded factor, whose
     padding latents stay N(0, 1))."""
     from bayesvm.normalization.annealing import padded
     from bayesvm.normalization.ep_started import RoutedEstimate
 
-    X = np.random.default_rng(5).normal(size=(6, 2))
-    kernel, c = RBF(length_scale=0.7, amplitude=1.0, offset=1.0), 3.0  # the target's variances 4.5-5, the prior's 2
+    X, kernel, c = SIX_POINTS
     K = np.asarray(kernel(X))
-    draws = np.random.default_rng(7).normal(size=(1_000_000, 6)) @ np.linalg.cholesky(K).T
-    log_w = np.sum(np.log(nu_np(draws, c)), axis=1)
-    w = np.exp(log_w - log_w.max())
-    second_moment = (draws * w[:, None]).T @ draws / w.sum()
     with float64_scope():
         chol, mask = padded(prior_factor(K), 8)
         if route == "ep":
@@ -859,7 +875,27 @@ def test_kept_particles_as_theta_have_the_targets_moments_on_six_points(route):
                                                       keep_particles=True), None
         theta = np.asarray(RoutedEstimate(result, route, start).latents(chol))
     assert result.runs_agree and theta.shape == (result.n_runs, result.n_particles, 8)
-    theta = theta.reshape(-1, 8)
-    kept = theta[:, :6].T @ theta[:, :6] / theta.shape[0]
-    np.testing.assert_allclose(kept, second_moment, atol=0.05 * np.max(np.diag(second_moment)))
-    np.testing.assert_allclose(np.var(theta[:, 6:], axis=0), 1.0, atol=0.1)
+    _assert_target_moments(theta.reshape(-1, 8), K, c)
+
+
+def test_particles_kept_unmoved_are_moved_at_the_target_without_duplicates():
+    """Particles kept as the last resampling left them (``move_last=False``: the same value, duplicates among them)
+    and then moved at beta = 1 (``moves_at_target``) are distinct draws with the target's moments: the moves leave
+    the target invariant (a wrong temperature or integrand would move the moments off it)."""
+    from bayesvm.normalization.annealing import DEFAULT_MAX_SHRINKS, padded
+    from bayesvm.normalization.smc import moves_at_target
+
+    X, kernel, c = SIX_POINTS
+    K = np.asarray(kernel(X))
+    with float64_scope():
+        chol, mask = padded(prior_factor(K), 8)
+        options = dict(args=(c, mask), key=1, n_particles=256, keep_particles=True)
+        moved = annealed_log_expectation(chol, product_route_log_likelihood, **options)
+        kept = annealed_log_expectation(chol, product_route_log_likelihood, move_last=False, **options)
+        assert kept.value == moved.value
+        theta = np.asarray(moves_at_target(product_route_log_likelihood, chol, jax.random.PRNGKey(3), (c, mask),
+                                           kept.particles, 5, max_shrinks=DEFAULT_MAX_SHRINKS))
+    rows = kept.n_runs * kept.n_particles
+    assert len(np.unique(np.asarray(kept.particles).reshape(rows, 8), axis=0)) < 0.9 * rows
+    assert len(np.unique(theta.reshape(rows, 8), axis=0)) > 0.95 * rows
+    _assert_target_moments(theta.reshape(rows, 8), K, c)

@@ -437,10 +437,10 @@ def test_refining_the_path_drops_the_anchor_a_fresh_estimate_contradicts_and_kee
 
 
 def test_a_path_anchored_on_the_checks_particles_matches_fresh_estimates_nearby():
-    """The selection's check keeps its tempered-SMC particles (rows of theta) without changing its value, and the
-    path re-anchored on them serves points a step away: their reweighted ln N(D) must match fresh tempered SMC there,
-    which fails if the particles were taken in the wrong coordinates (whitened by the wrong factor, or EP's
-    start's z taken for theta)."""
+    """The selection's check keeps its tempered-SMC particles (theta, as its last resampling left them) without
+    changing its value, and the path re-anchored on them (moved at the target, then whitened) serves points a step
+    away: their reweighted ln N(D) must match fresh tempered SMC there, which fails if the particles were taken in
+    the wrong coordinates (whitened by the wrong factor, or EP's start's z taken for theta)."""
     from bayesvm.evidence.log_evidence import evidences_at, training_normalization
 
     X, y = _subsample("breast_cancer", 60, seed=4)
@@ -455,7 +455,7 @@ def test_a_path_anchored_on_the_checks_particles_matches_fresh_estimates_nearby(
         assert kept.value == plain.log_normalization and kept.se == plain.log_normalization_se
         assert result.particles.shape == (result.n_runs, result.n_particles, 64)  # 60 inputs padded to 64
         path = NormalizationPath(jnp.asarray(X), RBF(), key=0)
-        refined = path.refine(x, {}, tolerance=1.0, annealed=path.prior.anchored(x, result))
+        refined = path.refine(x, {"n_mcmc_steps": 5}, tolerance=1.0, reference=result)
         assert refined.anchored and refined.value == kept.value and path.n_anchors == 0
         for step in ([0.0, 0.3, 0.0, 0.0], [0.2, 0.0, 0.0, -0.2]):
             near = x + np.array(step)

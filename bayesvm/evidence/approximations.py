@@ -286,8 +286,9 @@ class AnnealedNormalization:
     ``diagnostics["ep_started"]``); runs that disagree there too mark the cell
     untrusted (biased low). With ``keep_particles``, ``diagnostics["annealing"]`` holds each cell's
     :class:`~bayesvm.normalization.annealing.AnnealingResult` with its final particles as theta (R, N, M) over the
-    padded inputs (:meth:`bayesvm.normalization.ep_started.RoutedEstimate.latents`; each round then moves its
-    particles once more after the last reweighting, which leaves every value as it was).
+    padded inputs (:meth:`bayesvm.normalization.ep_started.RoutedEstimate.latents`), as the last resampling left
+    them: no moves after it, so the same work and values as without, and duplicates among them
+    (:func:`bayesvm.normalization.smc.moves_at_target` moves them where they are used).
     """
 
     key: int = 0
@@ -298,7 +299,7 @@ class AnnealedNormalization:
         factor = prior_factor(cells.base + cells.offset_ratio)
         size = _linalg.problem_size(cells.n)
         options = {"max_se": target_standard_error(cells.n), "n_mcmc_steps": default_moves(cells.n),
-                   "keep_particles": self.keep_particles, **self.options}
+                   "keep_particles": self.keep_particles, "move_last": False, **self.options}
         routed, kept = [], np.empty(cells.size, dtype=object)
         for b in range(cells.size):
             chol, mask = padded(np.sqrt(cells.amplitude[b]) * factor, size)

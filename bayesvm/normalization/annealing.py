@@ -68,6 +68,7 @@ from .smc import SliceGuide, smc_runs
 Array = jax.Array
 
 __all__ = [
+    "DEFAULT_MAX_SHRINKS",
     "AnnealingResult",
     "annealed_log_expectation",
     "pooled",
@@ -96,6 +97,8 @@ DEFAULT_TARGET_ESS = 0.5
 #: elliptical slice moves per particle per temperature by default (at most 250 training inputs; see
 #: :func:`bayesvm.normalization.budget.default_moves`)
 DEFAULT_MCMC_STEPS = 5
+#: bracket shrinkages of one elliptical slice move before the particle stays put
+DEFAULT_MAX_SHRINKS = 12
 
 
 @dataclasses.dataclass(frozen=True)
@@ -277,8 +280,9 @@ def annealed_log_expectation(
     target_ess: float = DEFAULT_TARGET_ESS,
     temperatures=None,
     max_temperatures: int = 1000,
-    max_shrinks: int = 12,
+    max_shrinks: int = DEFAULT_MAX_SHRINKS,
     keep_particles: bool = False,
+    move_last: bool = True,
     guide: SliceGuide | None = None,
 ) -> AnnealingResult:
     """ln E_{theta ~ N(0, chol chol^T)}[exp(log_likelihood(theta, *args))] by tempered SMC.
@@ -315,6 +319,10 @@ def annealed_log_expectation(
         Move the particles once more at beta = 1 and return them in
         ``result.particles`` (R, N, M): equally weighted draws from the
         normalised target, for reweighting at nearby hyperparameters.
+    move_last
+        With ``keep_particles``: False returns them as the last resampling left them, without those moves (no
+        extra work, but with duplicates: for a caller that moves them itself only where it uses them,
+        :func:`bayesvm.normalization.smc.moves_at_target`). No value depends on it.
     guide
         A :class:`bayesvm.normalization.smc.SliceGuide` over z (D entries each): the slice moves go round it
         instead of the prior (EP's Gaussian, :func:`bayesvm.normalization.ep_started.ep_slice_guide`).
@@ -334,7 +342,7 @@ def annealed_log_expectation(
     args = tuple(jnp.asarray(a, dtype=jnp.float64) for a in args)
     log_z, steps, schedule, min_ess, evals, stuck, n_moves, final_beta, particles = smc_runs(
         log_likelihood, chol, as_key(key), args, schedule, jnp.asarray(temperatures is None),
-        move_last=keep_particles, guide=guide, **settings,
+        move_last=keep_particles and move_last, guide=guide, **settings,
     )
     log_z = _checked_runs(log_z, final_beta, settings["max_temperatures"])
     n_moves = max(float(n_moves), 1.0)

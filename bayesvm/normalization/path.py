@@ -62,9 +62,10 @@ from jax.scipy.special import logsumexp
 
 from .. import _linalg
 from .._precision import float64
-from .annealing import AnnealingResult, as_key
+from .annealing import DEFAULT_MAX_SHRINKS, AnnealingResult, as_key, product_route_log_likelihood
 from .budget import BUDGET_LADDER
 from .ep_started import annealed_with_ep_fallback
+from .smc import moves_at_target
 from ..hyperparameters import MARGIN_RESOLUTION, kernel_at, penalty_at
 from ..kernels import Kernel
 from ..model import log_nu
@@ -205,17 +206,22 @@ class FullPathPrior:
             return Annealed(routed.result, routed.start.mean + z @ routed.start.scale.T, jitter)
         return Annealed(routed.result, _whitened(L, particles), jitter)
 
-    def anchored(self, x: np.ndarray, result: AnnealingResult) -> Annealed | None:
+    def anchored(self, x: np.ndarray, result: AnnealingResult, key, n_mcmc_steps: int) -> Annealed | None:
         """An anchor at x from tempered SMC run there by another caller on the same prior (the selection's check:
         :func:`bayesvm.normalization.ep_started.RoutedEstimate.latents`), whose ``particles`` are theta (R, N, M)
-        over the padded inputs, whitened by this prior's factor at x; None where the prior is not resolved at x.
+        over the padded inputs as its last resampling left them: moved ``n_mcmc_steps`` times at the target
+        (:func:`bayesvm.normalization.smc.moves_at_target`, as the path's own anchors are after their last
+        reweighting) and whitened by this prior's factor at x; None where the prior is not resolved at x.
         The other caller's square-root factor of K(x) may differ from this one's (an eigen-factor, another
         jitter): theta's distribution, which the particles represent, does not."""
         factor = self._resolved_factor(x)
         if factor is None:
             return None
         L, jitter = factor
-        return Annealed(result, _whitened(L, result.particles), jitter)
+        theta = moves_at_target(product_route_log_likelihood, L, as_key(key),
+                                (jnp.exp(jnp.asarray(x[0])), self.mask.astype(L.dtype)), result.particles,
+                                n_mcmc_steps, max_shrinks=DEFAULT_MAX_SHRINKS)
+        return Annealed(result, _whitened(L, theta), jitter)
 
     def _resolved_factor(self, x: np.ndarray) -> tuple[Array, Array] | None:
         """The factor of K(x) + jitter I and its jitter (:func:`_prior_factor`), or None where the factor failed or
@@ -352,11 +358,11 @@ class ReweightedPath:
         return self._at_own_anchor(anchor)
 
     @float64
-    def refine(self, x, annealing: dict, tolerance: float, annealed: Annealed | None = None) -> PathEstimate:
+    def refine(self, x, annealing: dict, tolerance: float, reference: AnnealingResult | None = None) -> PathEstimate:
         """Anchor again at x with ``annealing`` (a larger budget than the path's) and random numbers of its own (the
-        path's key folded with the number of refinements), or with ``annealed``, tempered SMC already run at x in
-        this prior's coordinates (:meth:`FullPathPrior.anchored`), and drop every anchor whose estimate at x this
-        one contradicts.
+        path's key folded with the number of refinements), or on ``reference``, tempered SMC already run at x with
+        its particles (:meth:`FullPathPrior.anchored`, moved with ``annealing``'s ``n_mcmc_steps`` and those random
+        numbers), and drop every anchor whose estimate at x this one contradicts.
 
         For where a fresh estimate at x has shown the path's value there to be off: agreeing runs of a small
         budget can all miss the same mass and lie low, and a search then climbs towards where they do. An anchor
@@ -368,10 +374,12 @@ class ReweightedPath:
         """
         x = np.asarray(x, dtype=np.float64)
         self.n_refinements += 1
-        if annealed is not None:
-            new = self._anchor(x, annealed)
+        key = jax.random.fold_in(as_key(self.key), self.n_refinements)
+        if reference is None:
+            new = self._annealed_anchor(x, key, annealing)
         else:
-            new = self._annealed_anchor(x, jax.random.fold_in(as_key(self.key), self.n_refinements), annealing)
+            annealed = self.prior.anchored(x, reference, key, annealing["n_mcmc_steps"])
+            new = None if annealed is None else self._anchor(x, annealed)
         if new is None:
             return _unresolved(x)
         if not new.runs_agree:

@@ -23,7 +23,7 @@ from jax.scipy.special import logsumexp
 
 Array = jax.Array
 
-__all__ = ["SliceGuide", "smc_runs"]
+__all__ = ["SliceGuide", "moves_at_target", "smc_runs"]
 
 
 class SliceGuide(NamedTuple):
@@ -227,6 +227,19 @@ def _mutate(key, theta, ll, beta, chol, loglik, max_shrinks: int, n_steps: Array
         return theta, ll, evals + jnp.mean(n_eval, -1), stuck + jnp.mean(~moved, -1)
 
     return jax.lax.fori_loop(0, n_steps, move, (theta, ll, zeros, zeros))
+
+
+@functools.partial(jax.jit, static_argnames=("log_likelihood", "max_shrinks"))
+def moves_at_target(log_likelihood: Callable, chol: Array, key: Array, args: tuple, theta: Array,
+                    n_mcmc_steps: Array | int, *, max_shrinks: int) -> Array:
+    """``n_mcmc_steps`` elliptical slice moves of particles theta (R, N, M) at beta = 1, the target
+    N(theta; 0, chol chol^T) exp(log_likelihood(theta, *args)) (chol square): the moves :func:`smc_runs` makes after
+    its last reweighting with ``move_last``, for particles kept without them (resampled, with duplicates) by a caller
+    that needs them decorrelated only sometimes."""
+    R, N, M = theta.shape
+    loglik = jax.vmap(lambda t: log_likelihood(t, *args))
+    ll = loglik(theta.reshape(R * N, M)).reshape(R, N)
+    return _mutate(key, theta, ll, jnp.ones(R, theta.dtype), chol, loglik, max_shrinks, n_mcmc_steps, None)[0]
 
 
 @functools.partial(

@@ -403,8 +403,9 @@ class EvidenceAscent:
         it contradicts by more than ``tolerance`` nats) and climb again from x (theory: "Hyperparameter selection").
 
         The new anchor at x is the fresh check's own tempered SMC there, ``reference`` (its result with its
-        particles as theta, :func:`bayesvm.selection.trust.check_point`'s), where the path's prior can take
-        it (the full prior: :meth:`~bayesvm.normalization.path.FullPathPrior.anchored`): the path's value at x is
+        particles as theta, :func:`bayesvm.selection.trust.check_point`'s; the full prior), its particles moved
+        once with the check's moves per temperature
+        (:meth:`~bayesvm.normalization.path.FullPathPrior.anchored`): the path's value at x is
         then the check's, with no second estimate of the same size. Otherwise (the low-rank prior) tempered SMC
         runs again at x with the check's particles and slice moves but the path's precision target and budget
         (:data:`~bayesvm.normalization.path.ANCHOR_BUDGET`). From here on the path's anchors take the check's
@@ -413,9 +414,8 @@ class EvidenceAscent:
         """
         started = time.perf_counter()
         moves = default_moves(int(self.objective.X.shape[0]))
-        annealed = None if reference is None else self.path.prior.anchored(x, reference)
         self.path.refine(x, {"n_mcmc_steps": moves, "max_se": self.path.annealing.get("max_se", np.inf),
-                             **ANCHOR_BUDGET}, tolerance, annealed)
+                             **ANCHOR_BUDGET}, tolerance, reference)
         self.path.annealing = {**self.path.annealing, "n_mcmc_steps": moves}
         self.seconds += time.perf_counter() - started
         self.climb(x, note=f"{_REFINED} {_describe(x)}: ")

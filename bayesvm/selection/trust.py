@@ -67,8 +67,8 @@ def check_point(data: TrainingData, C: float, kernel: Kernel, search_log_normali
     over the padded inputs; None on the low-rank prior), on which a search can re-anchor its path.
 
     The same call a fixed-hyperparameter :class:`~bayesvm.BayesianSVC` makes, so
-    a selected and a fixed estimator report the same estimator at the same point (keeping the particles moves them
-    once more after the sampler's last reweighting, which changes no value);
+    a selected and a fixed estimator report the same estimator at the same point (keeping the particles, as the
+    sampler's last resampling left them, changes no value and no work);
     ``inducing`` as in :func:`bayesvm.log_evidence` (the low-rank prior). ``data``: the validated training
     data; two classes give an :class:`Evidence`, k >= 3 classes the
     :class:`OneVsRestEvidence` of the k one-vs-rest problems, whose ln Q(D) must all converge.
