@@ -219,7 +219,7 @@ class FullPathPrior:
             return None
         L, jitter = factor
         theta = moves_at_target(product_route_log_likelihood, L, as_key(key),
-                                (jnp.exp(jnp.asarray(x[0])), self.mask.astype(L.dtype)), result.particles,
+                                (penalty_at(jnp.asarray(x)), self.mask.astype(L.dtype)), result.particles,
                                 n_mcmc_steps, max_shrinks=DEFAULT_MAX_SHRINKS)
         return Annealed(result, _whitened(L, theta), jitter)
 

@@ -194,28 +194,28 @@ class _FreshChecks:
 
     def __init__(self, data: TrainingData, prior: FullPrior | InducingPrior, random_state):
         self.data, self.prior, self.random_state = data, prior, random_state
-        self.fresh: dict[bytes, tuple] = {}  # end point -> (C, kernel, evidence by the reference estimators)
-        self.references: dict[bytes, AnnealingResult | None] = {}  # end point -> its fresh ln N(D)'s particles
+        # end point -> (C, kernel, evidence by the reference estimators, its fresh ln N(D)'s tempered SMC)
+        self.fresh: dict[bytes, tuple] = {}
         self.seconds = 0.0
 
     def __call__(self, search: SearchResult, step) -> tuple:
         """(step, C, kernel, evidence, report) at the end point ``step``."""
         point = step.x.tobytes()
         if point in self.fresh:
-            C, kernel, evidence = self.fresh[point]
+            C, kernel, evidence, _ = self.fresh[point]
             return step, C, kernel, evidence, trust_report(evidence, step.log_normalization)
         started = time.perf_counter()
         C, kernel = search.hyperparameters(step)
-        evidence, report, self.references[point] = check_point(
-            self.data, C, kernel, step.log_normalization, random_state=self.random_state, **self.prior.evidence_options)
-        self.fresh[point] = (C, kernel, evidence)
+        evidence, report, reference = check_point(self.data, C, kernel, step.log_normalization,
+                                                  random_state=self.random_state, **self.prior.evidence_options)
+        self.fresh[point] = (C, kernel, evidence, reference)
         self.seconds += time.perf_counter() - started
         return step, C, kernel, evidence, report
 
     def reference(self, step) -> AnnealingResult | None:
         """The tempered-SMC result, particles included, behind the fresh ln N(D) at the checked end point ``step``
         (None on the low-rank prior)."""
-        return self.references[step.x.tobytes()]
+        return self.fresh[step.x.tobytes()][3]
 
 
 def _refinable(report: TrustReport) -> bool:
