@@ -618,11 +618,11 @@ def test_a_search_misled_by_anchors_that_lie_low_is_refined_until_its_checks_pas
 
 
 def test_after_a_refinement_the_anchors_take_the_checks_moves_and_the_new_one_its_particles(monkeypatch):
-    """What actually ran at each anchor: before a refinement the search's 64 particles per run and 3 moves per
-    temperature (or a multiple on the ladder); the refinement's anchor the check's 128 particles and moves; later
-    anchors the search's particles with the check's moves."""
+    """What actually ran at each anchor: before a refinement the search's 4 runs and 3 moves per temperature (or a
+    multiple on the ladder); the refinement's anchor the check's 16 runs and moves; later anchors the search's runs
+    with the check's moves."""
     from bayesvm.normalization.budget import default_moves
-    from bayesvm.normalization.path import FullPathPrior
+    from bayesvm.normalization.path import ANCHOR_ANNEALING, FullPathPrior
 
     X, y = _subsample("breast_cancer", 60, seed=2)
     template, ran = RBF(), []
@@ -631,7 +631,7 @@ def test_after_a_refinement_the_anchors_take_the_checks_moves_and_the_new_one_it
     def recorded(self, x, key, annealing):
         annealed = real(self, x, key, annealing)
         if annealed is not None:
-            ran.append((annealed.result.n_particles, annealed.result.n_mcmc_steps))
+            ran.append((annealed.result.n_runs, annealed.result.n_mcmc_steps))
         return annealed
 
     monkeypatch.setattr(FullPathPrior, "anneal", recorded)
@@ -644,9 +644,10 @@ def test_after_a_refinement_the_anchors_take_the_checks_moves_and_the_new_one_it
         ascent.refine(end, 1.0)
         ascent.path.estimate(space.clip(end + np.array([0.0, -1.5, 0.0, 1.5])))  # far from every anchor
     moves = default_moves(60)
-    assert searched >= 1 and all(p == 64 and m % 3 == 0 for p, m in ran[:searched])
-    assert ran[searched][0] == 128 and ran[searched][1] % moves == 0
-    assert ran[-1][0] == 64 and ran[-1][1] % moves == 0 and len(ran) > searched + 1
+    runs = ANCHOR_ANNEALING["n_runs"]
+    assert searched >= 1 and all(r == runs and m % 3 == 0 for r, m in ran[:searched])
+    assert ran[searched][0] == 16 and ran[searched][1] % moves == 0
+    assert ran[-1][0] == runs and ran[-1][1] % moves == 0 and len(ran) > searched + 1
 
 
 def test_where_the_refined_climb_cannot_move_its_end_is_judged_by_the_one_fresh_check_already_made(monkeypatch):

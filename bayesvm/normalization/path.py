@@ -85,12 +85,14 @@ __all__ = [
 
 #: relative jitters tried, in order, for the Cholesky factor of the prior
 _JITTERS = (0.0, 1e-13, 1e-11, 1e-9, 1e-7)
-#: tempered-SMC budget at an anchor (64 particles x 8 runs = 512 particles to reweight); its budget grows until the
+#: tempered-SMC budget at an anchor (4 runs x 128 particles = 512 particles to reweight: the default estimate's
+#: particles per run, so that on the CPU both share one compiled sampler,
+#: :data:`bayesvm.normalization.annealing.CPU_RUNS_PER_PROGRAM`); its budget grows until the
 #: runs agree, without the settling rule and its last rung: the anchors steer, the check at the answer settles. With
 #: them the circles fit of benchmarks/held_out_style.py took 73-89 s instead of 37 s (74 evaluations and 27 anchors
 #: instead of 40 and 14), for the same held-out NLL (documentation: normalisation, "eleventh session")
 ANCHOR_BUDGET = {"ladder": BUDGET_LADDER[:-1], "settle": False}
-ANCHOR_ANNEALING = {"n_particles": 64, "n_runs": 8, "n_mcmc_steps": 3, **ANCHOR_BUDGET}
+ANCHOR_ANNEALING = {"n_particles": 128, "n_runs": 4, "n_mcmc_steps": 3, **ANCHOR_BUDGET}
 #: re-anchor when the reweighted particles' effective sample size falls below this fraction
 MIN_ESS_FRACTION = 0.25
 #: or when the point is further than this from every anchor (largest coordinate difference, in log units):

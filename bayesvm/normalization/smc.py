@@ -250,7 +250,6 @@ def moves_at_target(log_likelihood: Callable, chol: Array, key: Array, args: tup
         "n_runs",
         "max_temperatures",
         "max_shrinks",
-        "move_last",
     ),
 )
 def smc_runs(
@@ -267,7 +266,7 @@ def smc_runs(
     target_ess: Array | float,
     max_temperatures: int,
     max_shrinks: int,
-    move_last: bool = False,
+    move_last: Array | bool = False,
     guide: SliceGuide | None = None,
 ):
     """R independent tempered SMC runs of N particles, batched on a leading axis.
@@ -278,8 +277,8 @@ def smc_runs(
     ln mean_i exp((beta_{t+1} - beta_t) L_i) to ln Z, resample systematically,
     move every particle ``n_mcmc_steps`` times at beta_{t+1} (after the last
     reweighting only with ``move_last``, when the particles themselves are wanted).
-    ``n_mcmc_steps`` and ``target_ess`` are traced, so every number of moves and every target share one
-    compilation.
+    ``n_mcmc_steps``, ``target_ess`` and ``move_last`` are traced, so every number of moves, every target and
+    both kinds of caller share one compilation.
 
     ``chol`` (M, D) may be tall (M > D): the particles are then theta = chol w, w ~ N(0, I_D), of which the
     likelihood may read linear images beside w itself. The ellipse is linear in w, so every image moves with it
