@@ -181,7 +181,7 @@ def test_an_anchor_whose_later_rounds_moved_round_eps_gaussian_reweights_like_fr
 @pytest.mark.slow
 def test_a_search_anchor_whose_first_round_agrees_low_grows_until_it_meets_a_long_reference():
     """At a hard pima point (400 rows, C 0.68, k0 42.8, k_b 38.3, length scale 6.6) an anchor's first round of
-    4 runs x 128 particles x 3 moves can agree while all its runs miss the same mass (20 of 30 keys agreed, 1.5-3.5
+    4 runs x 128 particles x 3 moves can agree while all its runs miss the same mass (20 of 30 keys agreed, 0.6-3.5
     nats low; here 2.4 nats, with a standard error of 0.50); the precision target (twice the check's) sends it up
     the ladder."""
     from bayesvm.normalization.path import ANCHOR_ANNEALING

@@ -102,7 +102,7 @@ DEFAULT_MCMC_STEPS = 5
 DEFAULT_MAX_SHRINKS = 12
 #: on the CPU, the runs of one estimate are computed this many at a time (:func:`runs_per_program`), so that the
 #: search's anchors (4 runs of 128 particles, :data:`bayesvm.normalization.path.ANCHOR_ANNEALING`) and the default
-#: estimate (16 runs of 128, four calls) share one compiled sampler: a first fit compiled two, about 2.9 s each on
+#: estimate (16 runs of 128, four calls) share one compiled sampler: a first fit compiled two, 2.2-2.9 s each on
 #: two cores. Measured at 400 pima rows (documentation: speed, "eighteenth session"): 16 runs in four calls took
 #: as long as in one (5.1-5.8 s against 5.1-5.5 s at a hard point, 0.47-0.54 s against 0.43-0.48 s at an easy one)
 CPU_RUNS_PER_PROGRAM = 4
