@@ -220,6 +220,56 @@ def test_path_gradient_is_the_gradient_of_its_estimate():
     np.testing.assert_allclose(estimate.gradient, numeric, rtol=1e-4, atol=1e-4)
 
 
+def test_where_an_anchor_stops_serving_the_path_hands_over_to_the_next_continuously_with_an_exact_gradient():
+    """Two anchors on a line in ln C, the older one's value raised by a nat (as if its runs had all missed the same
+    mass): where the newer anchor's effective sample size falls through the serving threshold, switching from one
+    anchor to the other would make ln N(D) jump by about a nat and a line search bisect onto the jump. The blend
+    must be continuous there, its gradient must match central finite differences where both anchors share the
+    point, and it must lie between the two anchors' own estimates."""
+    from bayesvm.normalization.path import MIN_ESS_FRACTION, _path_estimate, _reweighted
+
+    X, _ = _subsample("breast_cancer", 60)
+    x0, direction = np.log([1.0, 10.0, 1.0, 5.0]), np.array([1.0, 0.0, 0.0, 0.0])
+    with float64_scope(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        path = NormalizationPath(jnp.asarray(X), RBF(), key=0)
+        path.estimate(x0)
+        step = next(s for s in np.arange(0.05, 1.0, 0.05) if path.estimate(x0 + s * direction).anchored)
+        x1 = x0 + step * direction
+        path.anchors[0] = path.anchors[0]._replace(value=path.anchors[0].value + 1.0)
+
+        def at(s):
+            return x1 + s * (x0 - x1)
+
+        def reweighted(anchor, s):
+            return _reweighted(path.prior, jnp.asarray(at(s)), anchor.z, anchor.log_f, anchor.aux)
+
+        def fraction(anchor, s):
+            return float(reweighted(anchor, s).ess) / anchor.z.shape[0]
+
+        newer, older = path.anchors[1], path.anchors[0]
+        low, high = 0.0, 1.0  # the newer anchor's fraction falls from about 1 at x1 to below the threshold at x0
+        assert fraction(newer, low) > MIN_ESS_FRACTION > fraction(newer, high)
+        for _ in range(40):
+            middle = 0.5 * (low + high)
+            low, high = (middle, high) if fraction(newer, middle) >= MIN_ESS_FRACTION else (low, middle)
+        assert fraction(older, high) > MIN_ESS_FRACTION  # the older anchor serves where the newer stops
+        inside, outside = path.estimate(at(low)), path.estimate(at(high))
+        own = [_path_estimate(a, reweighted(a, low), anchored=False).value for a in (newer, older)]
+        assert own[1] - own[0] > 0.5  # switching anchors here would jump by this much
+        assert abs(inside.value - outside.value) < 1e-3
+
+        s = next(s for s in np.linspace(0.0, 1.0, 41) if 0.3 < fraction(newer, s) < 0.45)
+        x = at(s)
+        estimate = path.estimate(x)
+        blended = [_path_estimate(a, reweighted(a, s), anchored=False).value for a in (newer, older)]
+        assert min(blended) + 0.05 < estimate.value < max(blended) - 0.05
+        h = 1e-5
+        numeric = [(path.estimate(x + h * e).value - path.estimate(x - h * e).value) / (2 * h) for e in np.eye(4)]
+    assert path.n_anchors == 2
+    np.testing.assert_allclose(estimate.gradient, numeric, rtol=1e-4, atol=1e-4)
+
+
 @pytest.fixture(scope="module")
 def demo_selection():
     X, y = _subsample("breast_cancer", 80)

@@ -31,7 +31,10 @@ the runs still disagree at its cap (or rise there), started again from that Gaus
 :func:`bayesvm.normalization.ep_started.annealed_with_ep_fallback`; where the caller names a level of ln N(D)
 above which its point is of no use, ``stop_above``, the budget stops once that is certain), so the path is exactly
 as accurate as tempered SMC there and degrades gracefully with distance; the
-effective sample size says how far.
+effective sample size says how far. Where several anchors serve a point their
+estimates are blended (:func:`_blended`), each with a weight that falls to
+zero where its particles stop serving, so that the estimate stays continuous
+in x as the search moves from one anchor's neighbourhood to the next.
 
 :class:`ReweightedPath` holds this logic for any prior; a :class:`PathPrior`
 supplies the prior-specific parts: ln f(z; x) for the particles, how an
@@ -97,6 +100,9 @@ ANCHOR_ANNEALING = {"n_particles": 128, "n_runs": 4, "n_mcmc_steps": 3, **ANCHOR
 #: fifth fewer anchors but 11% more evaluations and twice the refinements (the reweighted value's error about doubles
 #: below a quarter), and no faster over 36 fits at 400 rows (documentation: speed, nineteenth session)
 MIN_ESS_FRACTION = 0.25
+#: an anchor's share of the blend of the anchors that serve a point rises from 0 at ``MIN_ESS_FRACTION`` to 1 at
+#: this effective sample size (as a fraction of its particles): :func:`_blended`
+_FULL_SHARE_FRACTION = 0.5
 #: or when the point is further than this from every anchor (largest coordinate difference, in log units):
 #: importance weights can look healthy while missing mass the anchor's particles never reached
 _MAX_ANCHOR_DISTANCE = 1.0
@@ -241,19 +247,43 @@ def _log_f(prior: PathPrior, x: Array, z: Array, aux) -> Array:
     return prior.log_integrand(x, z, aux)
 
 
-def _log_mean_ratio(x, prior, z, log_f_anchor, aux):
-    log_w = prior.log_integrand(x, z, aux) - log_f_anchor
-    return logsumexp(log_w) - math.log(z.shape[0]), log_w
+class _Reweighted(NamedTuple):
+    """An anchor's particles reweighted to x: ln of the mean weight, its gradient, the weights' effective sample size
+    ESS = (sum_s w_s)^2 / sum_s w_s^2 with the gradient of ln ESS, and the mean's relative standard error."""
+
+    value: Array
+    gradient: Array
+    ess: Array
+    log_ess_gradient: Array
+    relative_se: Array
 
 
 @jax.jit
-def _reweighted(prior: PathPrior, x, z, log_f_anchor, aux):
-    """ln of the mean weight, its gradient in x, and the weights' effective sample size."""
-    (value, log_w), grad = jax.value_and_grad(_log_mean_ratio, has_aux=True)(x, prior, z, log_f_anchor, aux)
-    ess = jnp.exp(2.0 * logsumexp(log_w) - logsumexp(2.0 * log_w))
+def _reweighted(prior: PathPrior, x, z, log_f_anchor, aux, ramp=(0.0, 0.0)) -> _Reweighted:
+    """The anchor's particles reweighted to x (:class:`_Reweighted`).
+
+    With log-weights l_s(x) = ln f(z_s; x) - ln f(z_s; x_a), p = softmax(l) and q = softmax(2 l):
+    d ln mean(w) / dx = sum_s p_s dl_s / dx and d ln ESS / dx = 2 sum_s (p_s - q_s) dl_s / dx. The second is
+    computed only where ESS / S lies strictly inside ``ramp`` (elsewhere the blend of :func:`_blended` does not use
+    it, and it is returned as zeros; by default nowhere).
+    """
+    def log_sum_weights(x):
+        log_w = prior.log_integrand(x, z, aux) - log_f_anchor
+        return logsumexp(log_w), log_w
+
+    def log_ess(x):
+        log_sum, log_w = log_sum_weights(x)
+        return 2.0 * log_sum - logsumexp(2.0 * log_w)
+
+    (log_mean, log_w), gradient = jax.value_and_grad(log_sum_weights, has_aux=True)(x)
+    ess = jnp.exp(2.0 * log_mean - logsumexp(2.0 * log_w))
+    fraction = ess / z.shape[0]
+    # a pass of its own inside the branch: sharing the first pass's residuals with it slowed every call by half
+    log_ess_gradient = jax.lax.cond((fraction > ramp[0]) & (fraction < ramp[1]),
+                                    lambda: jax.grad(log_ess)(x), lambda: jnp.zeros_like(gradient))
     w = jnp.exp(log_w - jnp.max(log_w))
     relative_se = jnp.std(w, ddof=1) / (jnp.sqrt(w.shape[0]) * jnp.mean(w))
-    return value, grad, ess, relative_se
+    return _Reweighted(log_mean - math.log(z.shape[0]), gradient, ess, log_ess_gradient, relative_se)
 
 
 class _Anchor(NamedTuple):
@@ -323,26 +353,29 @@ class ReweightedPath:
         log_f = _log_f(self.prior, jnp.asarray(x), z, aux) - run_log_weight
         return _Anchor(np.array(x), result.value, result.se, result.runs_agree, z, log_f, aux)
 
-    def _served(self, anchor: _Anchor, x: np.ndarray):
-        """The anchor's reweighting at x (:func:`_reweighted`) if its particles serve x: x within
-        ``_MAX_ANCHOR_DISTANCE`` and an effective sample size of at least ``min_ess_fraction`` of them, or x within
-        ``_SAME_POINT`` (the anchor's own point); else None."""
+    def _served(self, anchor: _Anchor, x: np.ndarray) -> tuple[_Reweighted, float] | None:
+        """The anchor's reweighting at x (:func:`_reweighted`) with its share of the blend (:func:`_blend_share`) if its
+        particles serve x: x within ``_MAX_ANCHOR_DISTANCE`` and an effective sample size of at least
+        ``min_ess_fraction`` of them, or x within ``_SAME_POINT`` (the anchor's own point, share 1); else None."""
         distance = np.max(np.abs(anchor.x - x))
         if distance > _MAX_ANCHOR_DISTANCE:
             return None
-        reweighted = _reweighted(self.prior, jnp.asarray(x), anchor.z, anchor.log_f, anchor.aux)
-        value, _, ess, _ = reweighted
-        enough = distance <= _SAME_POINT or float(ess) >= self.min_ess_fraction * anchor.z.shape[0]
-        return reweighted if enough and np.isfinite(float(value)) else None
+        reweighted = _reweighted(self.prior, jnp.asarray(x), anchor.z, anchor.log_f, anchor.aux,
+                                 (self.min_ess_fraction, _FULL_SHARE_FRACTION))
+        fraction = float(reweighted.ess) / anchor.z.shape[0]
+        share = 1.0 if distance <= _SAME_POINT else _blend_share(fraction, self.min_ess_fraction)
+        enough = distance <= _SAME_POINT or fraction >= self.min_ess_fraction
+        return (reweighted, share) if enough and np.isfinite(float(reweighted.value)) else None
 
     @float64
     def estimate(self, x, stop_above: float = np.inf) -> PathEstimate:
         """ln N(D) and its gradient at the coordinates x, re-anchoring where the weights degenerate.
 
-        The nearest anchors (at most three within ``_MAX_ANCHOR_DISTANCE``) are
-        tried first, with what their prior fixed where they were made (the full
-        prior's jitter). Only when none serves does tempered SMC run here, if
-        the prior is resolved here. ``stop_above``: a level of ln N(D) past which the caller needs nothing more
+        The nearest anchors (at most three within ``_MAX_ANCHOR_DISTANCE``), with what their prior fixed where they
+        were made (the full prior's jitter), serve x if their weights do (:meth:`_served`); those whose runs agreed
+        are blended, newest first (:func:`_blended`), and only where none of them serves does an anchor whose runs
+        disagreed give the estimate (with ``runs_agree`` False). Only when no anchor serves does tempered SMC run
+        here, if the prior is resolved here. ``stop_above``: a level of ln N(D) past which the caller needs nothing more
         (a search's point is worse than its best where ln N(D) is above it); where a new anchor's first runs
         disagree but its ln N(D) certainly exceeds the level, its budget stops there
         (:func:`bayesvm.normalization.budget.annealed_until_runs_agree`) and the estimate comes back with
@@ -350,11 +383,26 @@ class ReweightedPath:
         """
         x = np.asarray(x, dtype=np.float64)
         self.n_evaluations += 1
-        near = [a for a in self.anchors if np.max(np.abs(a.x - x)) <= _MAX_ANCHOR_DISTANCE]
-        for anchor in sorted(near, key=lambda a: float(np.sum((a.x - x) ** 2)))[:3]:
-            reweighted = self._served(anchor, x)
-            if reweighted is not None:
-                return _path_estimate(anchor, reweighted, anchored=False)
+        near = [i for i, a in enumerate(self.anchors) if np.max(np.abs(a.x - x)) <= _MAX_ANCHOR_DISTANCE]
+        nearest = sorted(near, key=lambda i: float(np.sum((self.anchors[i].x - x) ** 2)))[:3]
+        candidates = [self.anchors[i] for i in sorted(nearest, reverse=True)]  # newest first: a fixed order in x
+        served, disagreeing = [], None
+        for anchor in candidates:
+            if not anchor.runs_agree and disagreeing is not None:
+                continue
+            serving = self._served(anchor, x)
+            if serving is None:
+                continue
+            if not anchor.runs_agree:
+                disagreeing = (anchor, serving[0])
+                continue
+            served.append((anchor, *serving))
+            if serving[1] >= 1.0:
+                break  # the older anchors' weights are zero
+        if served:
+            return _blended(served, self.min_ess_fraction)
+        if disagreeing is not None:
+            return _path_estimate(*disagreeing, anchored=False)
         anchor = self._annealed_anchor(x, self.key, {**self.annealing, "stop_above": float(stop_above)})
         if anchor is None:
             return _unresolved(x)
@@ -390,9 +438,9 @@ class ReweightedPath:
             return self._at_own_anchor(new)
         kept = []
         for anchor in self.anchors:
-            reweighted = self._served(anchor, x)
-            if reweighted is not None:
-                old = _path_estimate(anchor, reweighted, anchored=False)
+            serving = self._served(anchor, x)
+            if serving is not None:
+                old = _path_estimate(anchor, serving[0], anchored=False)
                 if abs(old.value - new.value) > max(tolerance, 3.0 * float(np.hypot(old.se, new.se))):
                     continue
             kept.append(anchor)
@@ -422,15 +470,63 @@ def _unresolved(x: np.ndarray) -> PathEstimate:
     return PathEstimate(-np.inf, np.zeros_like(x), np.inf, 0.0, False, False, False)
 
 
-def _path_estimate(anchor: _Anchor, reweighted, *, anchored: bool) -> PathEstimate:
+def _path_estimate(anchor: _Anchor, reweighted: _Reweighted, *, anchored: bool) -> PathEstimate:
     """The anchor's SMC value plus the reweighted log mean ratio, with the two standard errors combined."""
-    value, grad, ess, rel_se = reweighted
     return PathEstimate(
-        value=anchor.value + float(value),
-        gradient=np.asarray(grad),
-        se=float(np.hypot(anchor.se, float(rel_se))),
-        ess=float(ess),
+        value=anchor.value + float(reweighted.value),
+        gradient=np.asarray(reweighted.gradient),
+        se=float(np.hypot(anchor.se, float(reweighted.relative_se))),
+        ess=float(reweighted.ess),
         anchored=anchored,
         resolved=True,
         runs_agree=anchor.runs_agree,
+    )
+
+
+def _blend_share(fraction: float, min_fraction: float) -> float:
+    """An anchor's share t of the blend from its effective sample size as a ``fraction`` of its particles: 0 at
+    ``min_fraction`` (where it stops serving), rising linearly to 1 at ``_FULL_SHARE_FRACTION``."""
+    return float(np.clip((fraction - min_fraction) / (_FULL_SHARE_FRACTION - min_fraction), 0.0, 1.0))
+
+
+def _blended(served: list[tuple[_Anchor, _Reweighted, float]], min_fraction: float) -> PathEstimate:
+    """The estimates of the anchors that serve x, newest first, blended so that ln N(D) is continuous in x.
+
+    With anchor i's estimate v_i (:func:`_path_estimate`) and share t_i (:func:`_blend_share`), anchor i takes
+    w_i = t_i prod_{j<i} (1 - t_j) and V = sum_i w_i v_i / W, W = sum_i w_i = 1 - prod_i (1 - t_i) (one anchor:
+    V = v_1). An anchor's weight falls to 0 where it stops serving, so V does not jump there as switching to the
+    next anchor did (a line search then bisected onto the jump: documentation, speed, nineteenth session); in a
+    fixed order (not by distance) so that no tie between anchors moves it either. The gradient is exact:
+    sum_i (w_i / W) dv_i plus sum_k dV/dt_k dt_k, with dt_k = ESS_k / (S_k (t_full - t_min)) d ln ESS_k on the
+    ramp. The standard errors combine as independent: sqrt(sum_i (w_i / W)^2 se_i^2).
+    """
+    estimates = [_path_estimate(anchor, reweighted, anchored=False) for anchor, reweighted, _ in served]
+    t = np.array([share for *_, share in served])
+    if len(served) == 1 or not np.any(t > 0.0):
+        return estimates[0]
+    v = np.array([e.value for e in estimates])
+    keep = np.concatenate([[1.0], np.cumprod(1.0 - t)[:-1]])  # prod_{j<i} (1 - t_j)
+    w = t * keep
+    W = float(np.sum(w))
+    value = float(np.sum(w * v) / W)
+    gradient = sum(wi / W * e.gradient for wi, e in zip(w, estimates))
+    for k, (anchor, reweighted, share) in enumerate(served):
+        fraction = float(reweighted.ess) / anchor.z.shape[0]
+        if not 0.0 < share < 1.0:
+            continue  # off the ramp (or the anchor's own point): its share does not move
+        others = np.delete(1.0 - t, k)
+        # dN/dt_k for N = sum_i t_i prod_{j<i} (1 - t_j) v_i, and dW/dt_k = prod_{j != k} (1 - t_j)
+        later = range(k + 1, len(t))
+        d_numerator = keep[k] * v[k] - sum(t[i] * v[i] * np.prod(np.delete(1.0 - t[:i], k)) for i in later)
+        d_share = (d_numerator - value * np.prod(others)) / W
+        d_t = fraction / (_FULL_SHARE_FRACTION - min_fraction) * np.asarray(reweighted.log_ess_gradient)
+        gradient = gradient + d_share * d_t
+    return PathEstimate(
+        value=value,
+        gradient=np.asarray(gradient),
+        se=float(np.sqrt(np.sum((w / W) ** 2 * np.array([e.se for e in estimates]) ** 2))),
+        ess=float(sum(e.ess for e in estimates)),
+        anchored=False,
+        resolved=True,
+        runs_agree=True,
     )
