@@ -81,7 +81,7 @@ def test_warm_start_reaches_the_same_fixed_point_in_fewer_sweeps():
 
 def test_nearby_sizes_share_the_search_programs_and_padding_changes_nothing():
     """n = 97 and 99 both run padded to 104 points: one compilation each for EP's gradient and the path's
-    reweighting, and the padded ln Q(D) is EP's at full tolerance (``ep_log_evidence``, its own program)."""
+    reweighting (at an anchor's own point and away from it), and the padded ln Q(D) is EP's at full tolerance (``ep_log_evidence``, its own program)."""
     from bayesvm.evidence.ep import ep_log_evidence
     from bayesvm.evidence.ep_gradient import _padded_naive_evidences_and_gradient
     from bayesvm.normalization.path import _reweighted
@@ -94,7 +94,9 @@ def test_nearby_sizes_share_the_search_programs_and_padding_changes_nothing():
         warnings.simplefilter("ignore", RuntimeWarning)
         for n in (97, 99):
             search = _tight_ep(x, X[:n], y[:n], template)
-            NormalizationPath(jnp.asarray(X[:n]), template, key=0).estimate(x)
+            path = NormalizationPath(jnp.asarray(X[:n]), template, key=0)
+            path.estimate(x)
+            assert not path.estimate(x + 0.01).anchored  # the anchor's own point and a reweighted one: one program
             kernel = template.replace(**kernel_hyperparameters_at(template, x))
             reference = ep_log_evidence(kernel(X[:n]), y[:n], float(np.exp(x[0])), tol=1e-11)
             assert search.sites.precision.shape == (n,)
@@ -226,7 +228,7 @@ def test_where_an_anchor_stops_serving_the_path_hands_over_to_the_next_continuou
     anchor to the other would make ln N(D) jump by about a nat and a line search bisect onto the jump. The blend
     must be continuous there, its gradient must match central finite differences where both anchors share the
     point, and it must lie between the two anchors' own estimates."""
-    from bayesvm.normalization.path import MIN_ESS_FRACTION, _path_estimate, _reweighted
+    from bayesvm.normalization.path import MIN_ESS_FRACTION, _path_estimate
 
     X, _ = _subsample("breast_cancer", 60)
     x0, direction = np.log([1.0, 10.0, 1.0, 5.0]), np.array([1.0, 0.0, 0.0, 0.0])
@@ -242,7 +244,7 @@ def test_where_an_anchor_stops_serving_the_path_hands_over_to_the_next_continuou
             return x1 + s * (x0 - x1)
 
         def reweighted(anchor, s):
-            return _reweighted(path.prior, jnp.asarray(at(s)), anchor.z, anchor.log_f, anchor.aux)
+            return path._reweight(anchor, at(s))
 
         def fraction(anchor, s):
             return float(reweighted(anchor, s).ess) / anchor.z.shape[0]

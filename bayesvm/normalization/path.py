@@ -259,13 +259,13 @@ class _Reweighted(NamedTuple):
 
 
 @jax.jit
-def _reweighted(prior: PathPrior, x, z, log_f_anchor, aux, ramp=(0.0, 0.0)) -> _Reweighted:
+def _reweighted(prior: PathPrior, x, z, log_f_anchor, aux, ramp) -> _Reweighted:
     """The anchor's particles reweighted to x (:class:`_Reweighted`).
 
     With log-weights l_s(x) = ln f(z_s; x) - ln f(z_s; x_a), p = softmax(l) and q = softmax(2 l):
     d ln mean(w) / dx = sum_s p_s dl_s / dx and d ln ESS / dx = 2 sum_s (p_s - q_s) dl_s / dx. The second is
-    computed only where ESS / S lies strictly inside ``ramp`` (elsewhere the blend of :func:`_blended` does not use
-    it, and it is returned as zeros; by default nowhere).
+    computed only where ESS / S lies strictly inside ``ramp`` = (lower, upper) (elsewhere the blend of
+    :func:`_blended` does not use it, and it is returned as zeros).
     """
     def log_sum_weights(x):
         log_w = prior.log_integrand(x, z, aux) - log_f_anchor
@@ -353,6 +353,12 @@ class ReweightedPath:
         log_f = _log_f(self.prior, jnp.asarray(x), z, aux) - run_log_weight
         return _Anchor(np.array(x), result.value, result.se, result.runs_agree, z, log_f, aux)
 
+    def _reweight(self, anchor: _Anchor, x: np.ndarray) -> _Reweighted:
+        """The anchor's particles reweighted to x, with the gradient of ln ESS where its share of a blend moves (one
+        compiled program for every call: the ramp's ends are arguments, not constants)."""
+        return _reweighted(self.prior, jnp.asarray(x), anchor.z, anchor.log_f, anchor.aux,
+                           (self.min_ess_fraction, _FULL_SHARE_FRACTION))
+
     def _served(self, anchor: _Anchor, x: np.ndarray) -> tuple[_Reweighted, float] | None:
         """The anchor's reweighting at x (:func:`_reweighted`) with its share of the blend (:func:`_blend_share`) if its
         particles serve x: x within ``_MAX_ANCHOR_DISTANCE`` and an effective sample size of at least
@@ -360,8 +366,7 @@ class ReweightedPath:
         distance = np.max(np.abs(anchor.x - x))
         if distance > _MAX_ANCHOR_DISTANCE:
             return None
-        reweighted = _reweighted(self.prior, jnp.asarray(x), anchor.z, anchor.log_f, anchor.aux,
-                                 (self.min_ess_fraction, _FULL_SHARE_FRACTION))
+        reweighted = self._reweight(anchor, x)
         fraction = float(reweighted.ess) / anchor.z.shape[0]
         share = 1.0 if distance <= _SAME_POINT else _blend_share(fraction, self.min_ess_fraction)
         enough = distance <= _SAME_POINT or fraction >= self.min_ess_fraction
@@ -449,7 +454,7 @@ class ReweightedPath:
 
     def _at_own_anchor(self, anchor: _Anchor) -> PathEstimate:
         """The estimate at the anchor's own point (its SMC value, with the reweighting's gradient there)."""
-        reweighted = _reweighted(self.prior, jnp.asarray(anchor.x), anchor.z, anchor.log_f, anchor.aux)
+        reweighted = self._reweight(anchor, anchor.x)
         return _path_estimate(anchor, reweighted, anchored=True)
 
 
