@@ -81,7 +81,8 @@ def test_warm_start_reaches_the_same_fixed_point_in_fewer_sweeps():
 
 def test_nearby_sizes_share_the_search_programs_and_padding_changes_nothing():
     """n = 97 and 99 both run padded to 104 points: one compilation each for EP's gradient and the path's
-    reweighting (at an anchor's own point and away from it), and the padded ln Q(D) is EP's at full tolerance (``ep_log_evidence``, its own program)."""
+    reweighting (at an anchor's own point and away from it), and the padded ln Q(D) is EP's at full tolerance
+    (``ep_log_evidence``, its own program)."""
     from bayesvm.evidence.ep import ep_log_evidence
     from bayesvm.evidence.ep_gradient import _padded_naive_evidences_and_gradient
     from bayesvm.normalization.path import _reweighted

@@ -391,23 +391,19 @@ class ReweightedPath:
         near = [i for i, a in enumerate(self.anchors) if np.max(np.abs(a.x - x)) <= _MAX_ANCHOR_DISTANCE]
         nearest = sorted(near, key=lambda i: float(np.sum((self.anchors[i].x - x) ** 2)))[:3]
         candidates = [self.anchors[i] for i in sorted(nearest, reverse=True)]  # newest first: a fixed order in x
-        served, disagreeing = [], None
-        for anchor in candidates:
-            if not anchor.runs_agree and disagreeing is not None:
-                continue
+        served = []
+        for anchor in (a for a in candidates if a.runs_agree):
             serving = self._served(anchor, x)
-            if serving is None:
-                continue
-            if not anchor.runs_agree:
-                disagreeing = (anchor, serving[0])
-                continue
-            served.append((anchor, *serving))
-            if serving[1] >= 1.0:
-                break  # the older anchors' weights are zero
+            if serving is not None:
+                served.append((anchor, *serving))
+                if serving[1] >= 1.0:
+                    break  # the older anchors' weights are zero
         if served:
             return _blended(served, self.min_ess_fraction)
-        if disagreeing is not None:
-            return _path_estimate(*disagreeing, anchored=False)
+        for anchor in (a for a in candidates if not a.runs_agree):
+            serving = self._served(anchor, x)
+            if serving is not None:
+                return _path_estimate(anchor, serving[0], anchored=False)
         anchor = self._annealed_anchor(x, self.key, {**self.annealing, "stop_above": float(stop_above)})
         if anchor is None:
             return _unresolved(x)
@@ -516,14 +512,11 @@ def _blended(served: list[tuple[_Anchor, _Reweighted, float]], min_fraction: flo
     value = float(np.sum(w * v) / W)
     gradient = sum(wi / W * e.gradient for wi, e in zip(w, estimates))
     for k, (anchor, reweighted, share) in enumerate(served):
-        fraction = float(reweighted.ess) / anchor.z.shape[0]
         if not 0.0 < share < 1.0:
             continue  # off the ramp (or the anchor's own point): its share does not move
-        others = np.delete(1.0 - t, k)
-        # dN/dt_k for N = sum_i t_i prod_{j<i} (1 - t_j) v_i, and dW/dt_k = prod_{j != k} (1 - t_j)
-        later = range(k + 1, len(t))
-        d_numerator = keep[k] * v[k] - sum(t[i] * v[i] * np.prod(np.delete(1.0 - t[:i], k)) for i in later)
-        d_share = (d_numerator - value * np.prod(others)) / W
+        # N = sum_i w_i v_i: dN/dt_k = keep_k v_k - sum_{i>k} w_i v_i / (1 - t_k); dW/dt_k = (1 - W) / (1 - t_k)
+        d_share = (keep[k] * v[k] - (np.sum(w[k + 1:] * v[k + 1:]) + value * (1.0 - W)) / (1.0 - share)) / W
+        fraction = float(reweighted.ess) / anchor.z.shape[0]
         d_t = fraction / (_FULL_SHARE_FRACTION - min_fraction) * np.asarray(reweighted.log_ess_gradient)
         gradient = gradient + d_share * d_t
     return PathEstimate(
