@@ -49,7 +49,7 @@ ARMS = ("n_jobs=1", "n_jobs=2", "n_jobs=2, pinned")
 def _fold(index: int, X, y, train, test, pin: bool) -> dict:
     """One fold's fit and score, in whichever process joblib runs it; with ``pin``, the process first keeps to one
     core (chosen by the fold's index: joblib hands the first folds to different workers) if JAX has not started."""
-    from jax._src import xla_bridge
+    from jax._src import xla_bridge  # no public way to ask whether the backend has started (jax 0.10)
 
     import bayesvm
 
