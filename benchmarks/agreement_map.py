@@ -177,7 +177,7 @@ def evaluate(name: str, X: np.ndarray, x: np.ndarray, args, earlier_row: dict | 
         "amplitude": float(kernel.amplitude), "offset": float(kernel.offset),
         "length_scale": float(kernel.length_scale),
         "default": float(default.value), "default_se": float(default.se), "trusted": bool(default.trusted),
-        "settled": bool(default.diagnostics["settled"]),
+        "settled": bool(default.diagnostics["settled"]), "quadrature": bool(default.diagnostics["quadrature"]),
         "effective_runs": float(default.diagnostics["ess"]), "runs": int(default.diagnostics["n_runs"]),
         "particles": int(default.diagnostics["n_particles"]), "moves": int(default.diagnostics["n_mcmc_steps"]),
         "seconds": seconds, "rounds": recorded.rounds,

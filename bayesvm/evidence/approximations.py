@@ -283,8 +283,9 @@ class AnnealedNormalization:
     after the first move round EP's Gaussian (``diagnostics["guided"]``), and
     where the runs still disagree at the cap (or their value still rises there), tempered SMC starts again from it
     (:func:`bayesvm.normalization.ep_started.annealed_with_ep_fallback`;
-    ``diagnostics["ep_started"]``); runs that disagree there too mark the cell
-    untrusted (biased low). With ``keep_particles``, ``diagnostics["annealing"]`` holds each cell's
+    ``diagnostics["ep_started"]``); where its runs disagree too, the common direction is integrated out by
+    quadrature (``diagnostics["quadrature"]``; not with ``keep_particles``), and where that is not trusted either
+    the cell is untrusted (biased low). With ``keep_particles``, ``diagnostics["annealing"]`` holds each cell's
     :class:`~bayesvm.normalization.annealing.AnnealingResult` with its final particles as theta (R, N, M) over the
     padded inputs (:meth:`bayesvm.normalization.ep_started.RoutedEstimate.latents`), as the last resampling left
     them: no moves after it, so the same work and values as without, and duplicates among them
@@ -309,6 +310,7 @@ class AnnealedNormalization:
         estimate = _from_annealing([r.result for r in routed])
         estimate.diagnostics["ep_started"] = np.array([r.route == "ep" for r in routed])
         estimate.diagnostics["guided"] = np.array([r.route == "guided" for r in routed])
+        estimate.diagnostics["quadrature"] = np.array([r.route == "quadrature" for r in routed])
         if self.keep_particles:
             estimate.diagnostics["annealing"] = kept
         return estimate

@@ -72,6 +72,7 @@ __all__ = [
     "AnnealingResult",
     "annealed_log_expectation",
     "pooled",
+    "mean_of_runs",
     "as_key",
     "annealed_log_naive_evidence",
     "annealed_log_normalization",
@@ -436,16 +437,23 @@ def _padded_schedule(temperatures, max_temperatures: int) -> Array:
     return jnp.asarray(schedule)
 
 
-def _summarise(log_z, *, steps, schedule, min_ess, slice_evals, stuck, n_particles, n_mcmc_steps,
-               guided: bool) -> AnnealingResult:
-    """Combine R runs: ln mean Z_r, its delta-method error, effective number of runs."""
+def mean_of_runs(log_z) -> tuple[float, float, float]:
+    """R independent runs' estimates ln Z_r of one Z (each Z_r unbiased) as ln Zbar = ln mean_r Z_r, its standard
+    error sqrt(sum_r (Z_r / Zbar - 1)^2 / (R (R - 1))) (delta method for the log of a mean) and the effective number
+    of runs (sum_r Z_r)^2 / sum_r Z_r^2 (see :class:`AnnealingResult`)."""
+    log_z = np.asarray(log_z, dtype=np.float64)
     R = log_z.shape[0]
     if R < 2:
         raise ValueError("at least two runs are needed for a standard error")
     value = float(scipy_logsumexp(log_z) - np.log(R))
     ratio = np.exp(log_z - value)  # Z_r / Zbar, sums to R
-    se = float(np.sqrt(np.sum((ratio - 1.0) ** 2) / (R * (R - 1))))
-    ess = float(np.sum(ratio) ** 2 / np.sum(ratio**2))
+    return value, float(np.sqrt(np.sum((ratio - 1.0) ** 2) / (R * (R - 1)))), float(np.sum(ratio) ** 2 / np.sum(ratio**2))
+
+
+def _summarise(log_z, *, steps, schedule, min_ess, slice_evals, stuck, n_particles, n_mcmc_steps,
+               guided: bool) -> AnnealingResult:
+    """Combine R runs: ln mean Z_r, its delta-method error, effective number of runs."""
+    value, se, ess = mean_of_runs(log_z)
     return AnnealingResult(
         value=value,
         se=se,
@@ -457,7 +465,7 @@ def _summarise(log_z, *, steps, schedule, min_ess, slice_evals, stuck, n_particl
         mean_slice_evaluations=slice_evals,
         stuck_fraction=stuck,
         n_particles=n_particles,
-        n_runs=R,
+        n_runs=int(np.shape(log_z)[0]),
         n_mcmc_steps=n_mcmc_steps,
         guided=guided,
     )
