@@ -702,44 +702,33 @@ def test_the_ep_started_likelihood_read_from_the_tall_factors_images_is_the_dens
     np.testing.assert_allclose(got, want, rtol=1e-10)
 
 
-@pytest.mark.parametrize("prior_value, prior_agree, prior_settled, prior_stopped, ep_value, quadrature, route, trusted", [
-    (-10.0, True, True, None, -5.0, None, "prior", True),    # the prior-started runs agree and settle: EP is not run
-    (-10.0, False, True, None, -8.0, None, "ep", True),      # they disagree, EP's start finds more mass and agrees
-    (-10.0, False, True, None, -12.0, (-9.0, False), "prior", False),  # EP's runs find less mass; the quadrature
-    #                                                                     is not trusted either
-    (-10.0, True, False, None, -9.5, None, "ep", True),      # they agree but still rise at the cap: EP's is tried
-    (-10.0, True, False, None, -10.5, (-9.0, False), "prior", False),  # ... and kept only where it finds more
-    (-10.0, False, True, -30.0, -5.0, None, "prior", False),  # they disagree but stopped early (above the level)
-    (-10.0, False, True, None, -12.0, (-9.0, True), "quadrature", True),  # neither trusted: the quadrature is
-    (-10.0, False, True, None, -12.0, (-10.2, True), "quadrature", True),  # ... within 3 of its errors below
-    (-10.0, False, True, None, -12.0, (-11.0, True), "prior", False),  # ... not where it missed the mass found
+@pytest.mark.parametrize("prior_value, prior_agree, prior_settled, prior_stopped, ep_value, route, trusted", [
+    (-10.0, True, True, None, -5.0, "prior", True),    # the prior-started runs agree and settle: EP is not run
+    (-10.0, False, True, None, -8.0, "ep", True),      # they disagree, EP's start finds more mass and its runs agree
+    (-10.0, False, True, None, -12.0, "prior", False),  # EP's agreeing runs find less mass than the disagreeing ones
+    (-10.0, True, False, None, -9.5, "ep", True),      # they agree but still rise at the cap: EP's start is tried
+    (-10.0, True, False, None, -10.5, "prior", False),  # ... and kept only where it finds more mass
+    (-10.0, False, True, -30.0, -5.0, "prior", False),  # they disagree but stopped early (above the caller's level)
 ])
-@pytest.mark.parametrize("keep_particles", [False, True])
-def test_the_ep_start_and_the_quadrature_are_fallbacks_that_keep_the_higher_value(
-        monkeypatch, prior_value, prior_agree, prior_settled, prior_stopped, ep_value, quadrature, route, trusted,
-        keep_particles):
+def test_the_ep_start_is_a_fallback_that_keeps_the_higher_value(monkeypatch, prior_value, prior_agree, prior_settled,
+                                                                prior_stopped, ep_value, route, trusted):
     import types
 
     import bayesvm.normalization.ep_started as ep_started
 
     def fake(value, agree, settled=True, stopped=None):
         return types.SimpleNamespace(value=value, runs_agree=agree, trusted=agree and settled, guided=False,
-                                     stopped_above=stopped, se=0.1)
+                                     stopped_above=stopped)
 
     calls = []
     monkeypatch.setattr(ep_started, "annealed_until_runs_agree", lambda *a, **k: calls.append("prior")
                         or fake(prior_value, prior_agree, prior_settled, prior_stopped))
     monkeypatch.setattr(ep_started, "annealed_from_ep",
                         lambda *a, **k: calls.append("ep") or (fake(ep_value, True), "start"))
-    monkeypatch.setattr(ep_started, "quadrature_log_normalization",
-                        lambda *a, **k: calls.append("quadrature") or fake(*quadrature))
-    routed = ep_started.annealed_with_ep_fallback(np.eye(3), 1.0, keep_particles=keep_particles)
-    tried_ep = not (prior_agree and prior_settled) and prior_stopped is None
-    tried_quadrature = quadrature is not None and not keep_particles  # the quadrature has no particles to keep
-    assert calls == ["prior"] + ["ep"] * tried_ep + ["quadrature"] * tried_quadrature
-    if route == "quadrature" and not tried_quadrature:
-        route, trusted = "prior", False
+    routed = ep_started.annealed_with_ep_fallback(np.eye(3), 1.0)
     assert routed.route == route and bool(routed.result.trusted) == trusted
+    tried_ep = not (prior_agree and prior_settled) and prior_stopped is None
+    assert calls == (["prior", "ep"] if tried_ep else ["prior"])
 
 
 def _slice_moves_one_by_one(theta, ll, beta, nu, u, log_likelihood, max_shrinks):

@@ -70,6 +70,7 @@ from ..normalization.low_rank import LowRankNormalizationPath
 from ..normalization.path import ANCHOR_ANNEALING, NormalizationPath, ReweightedPath
 from .laplace import DETERMINANTS, NaiveEvidenceTerms, laplace_factor, laplace_log_naive_evidence
 from ..normalization.draws import draws_from_base, log_normalization_from_draws
+from ..normalization.common_direction import with_quadrature_fallback
 from ..normalization.ep_started import annealed_with_ep_fallback
 from ..solver.dual import solve_dual_boxes
 
@@ -305,7 +306,9 @@ class AnnealedNormalization:
         for b in range(cells.size):
             chol, mask = padded(np.sqrt(cells.amplitude[b]) * factor, size)
             routed.append(annealed_with_ep_fallback(chol, cells.C[b], mask, key=self.key, **options))
-            if self.keep_particles:
+            if not self.keep_particles:  # the quadrature has no particles to keep
+                routed[b] = with_quadrature_fallback(routed[b], chol, cells.C[b], mask, key=self.key, **options)
+            else:
                 kept[b] = dataclasses.replace(routed[b].result, particles=routed[b].latents(chol))
         estimate = _from_annealing([r.result for r in routed])
         estimate.diagnostics["ep_started"] = np.array([r.route == "ep" for r in routed])

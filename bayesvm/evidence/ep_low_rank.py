@@ -78,7 +78,7 @@ import numpy as np
 from jax.scipy.linalg import cho_solve, solve_triangular
 
 from .._precision import float64
-from .ep import ep_loop, flat_at_padding, label_sites, nu_sites
+from .ep import ep_loop, flat_at_padding, label_sites, nu_sites, shifted_sites
 from .ep_posterior import GaussianPosterior
 from .ep_gradient import (EPSites, NaiveEvidenceGradient, batched_sites, first_problem, summed_over_problems,
                           tilted_gradient)
@@ -261,18 +261,20 @@ class WeightGaussian(NamedTuple):
 @float64
 @partial(jax.jit, static_argnames=("max_iter",))
 def nu_weight_gaussian(prior: LowRankPrior, C: Array | float, *, mask: Array | None = None,
-                       max_iter: int = 200) -> WeightGaussian:
+                       shift: Array | None = None, max_iter: int = 200) -> WeightGaussian:
     """EP's Gaussian approximation of the weights' distribution proportional to N(w; 0, I) prod_i nubar_i(v_i^T w).
 
     EP with the nu sites (negative precisions allowed) over the low-rank
     prior; the weight posterior N(m_w, A^-1) with scale L_A^-T (A = L_A L_A^T).
-    ``mask`` (bool per row, optional) makes the sites of the rows it leaves out flat (padding).
+    ``mask`` (bool per row, optional) makes the sites of the rows it leaves out flat (padding); ``shift``
+    (optional, per row) makes the sites nubar_i(v_i^T w + shift_i).
     Where EP does not converge, or its posterior is improper, the prior
     N(0, I) itself (``converged`` False). It is the reference distribution the
     tempered-SMC ln N(D) of :mod:`bayesvm.normalization.low_rank` and
     :mod:`bayesvm.normalization.ep_started` starts from.
     """
-    sites = nu_sites(C) if mask is None else flat_at_padding(nu_sites(C), mask)
+    sites = nu_sites(C) if shift is None else shifted_sites(nu_sites(C), shift)
+    sites = sites if mask is None else flat_at_padding(sites, mask)
     state = ep_loop(partial(low_rank_posterior, prior), prior_variances(prior), sites, True, 0.5, max_iter,
                      1e-4, 1e-3)
     w = _weight_posterior(prior, state.site_precision, state.site_shift)

@@ -42,7 +42,6 @@ import jax.numpy as jnp
 from .._precision import float64
 from .annealing import AnnealingResult, product_route_log_likelihood
 from .budget import annealed_until_runs_agree
-from .common_direction import QuadratureResult, quadrature_log_normalization
 from .smc import SliceGuide
 from ..evidence.ep_low_rank import WeightGaussian, nu_weight_gaussian
 from ..low_rank import LowRankPrior
@@ -51,7 +50,7 @@ from ..model import log_nu
 Array = jax.Array
 
 __all__ = ["reference_log_ratio", "ep_started_factor", "ep_started_log_likelihood", "ep_weight_gaussian",
-           "annealed_from_ep", "ep_slice_guide", "FALLBACK_LADDER", "QUADRATURE_SLACK", "RoutedEstimate", "annealed_with_ep_fallback"]
+           "annealed_from_ep", "ep_slice_guide", "FALLBACK_LADDER", "RoutedEstimate", "annealed_with_ep_fallback"]
 
 
 def reference_log_ratio(w: Array, z: Array, log_det_scale: Array) -> Array:
@@ -109,17 +108,6 @@ def annealed_from_ep(chol, C: float, mask=None, *, key=0, start: WeightGaussian 
     return result, start
 
 
-#: how far, in its own standard errors, the quadrature's ln N(D) may lie below the higher of the two tempered-SMC
-#: routes' values, whose runs disagree (and which are therefore low), and still be taken: further below, it missed
-#: mass that they found
-QUADRATURE_SLACK = 3.0
-
-
-def _inner_budget(options: dict) -> dict:
-    """The options of a tempered-SMC budget that size :func:`quadrature_log_normalization`'s inner runs."""
-    return {name: options[name] for name in ("n_particles", "n_runs", "n_mcmc_steps", "target_ess") if name in options}
-
-
 #: the EP-started fallback's budget: at most two rounds of the first round's size, pooled. Its runs are costlier
 #: than the prior-started ones where the length scale is long (on synth.te at C 1, k0 10, length scale 3: 600-700 s
 #: for 16,384 particle-runs against 46-66 s), so it does not climb the full ladder
@@ -130,10 +118,10 @@ class RoutedEstimate(NamedTuple):
     """A ln N(D) and the route it took: ``"prior"`` (tempered SMC from the prior, particles theta), ``"guided"``
     (from the prior, its later rounds' slice moves round EP's Gaussian; particles theta), ``"ep"`` (from EP's
     Gaussian ``start``, particles z with w = start.mean + z start.scale^T) or ``"quadrature"`` (the common
-    direction by quadrature, :func:`bayesvm.normalization.common_direction.quadrature_log_normalization`; no
-    particles)."""
+    direction by quadrature, :func:`bayesvm.normalization.common_direction.with_quadrature_fallback`: a
+    :class:`~bayesvm.normalization.common_direction.QuadratureResult`, no particles)."""
 
-    result: AnnealingResult | QuadratureResult
+    result: AnnealingResult
     route: str
     start: WeightGaussian | None
 
@@ -188,14 +176,6 @@ def annealed_with_ep_fallback(chol, C: float, mask=None, *, key=0, **options) ->
     took 2-7x longer; at C 1, k0 10 its runs agreed 0.8 nats below the disagreeing prior-started runs).
     Where the prior-started budget stopped early by ``stop_above`` (ln N(D) certainly above the caller's level),
     EP's start is not tried either.
-
-    Where neither route is trusted and no particles are asked for (``keep_particles``), the common direction of the
-    latents is integrated out by quadrature and the rest by tempered SMC at each of its points
-    (:func:`bayesvm.normalization.common_direction.quadrature_log_normalization`, inner runs of the first round's
-    size): its value is taken where its own runs agree, its rule's error is small and it lies no more than
-    :data:`QUADRATURE_SLACK` standard errors below the higher of the two disagreeing values. Measured
-    (documentation: normalisation, "twenty-second session"): at the tiny-amplitude corner, where both routes' runs
-    disagree at their caps, the quadrature's runs agreed, 77-88 s on one core at 357-400 rows.
     """
     chol = jnp.asarray(chol, dtype=jnp.float64)
     mask = jnp.ones(chol.shape[0], dtype=chol.dtype) if mask is None else jnp.asarray(mask, dtype=chol.dtype)
@@ -219,11 +199,6 @@ def annealed_with_ep_fallback(chol, C: float, mask=None, *, key=0, **options) ->
             return RoutedEstimate(prior, route, None)
         ep, start = annealed_from_ep(chol, C, mask, key=key, start=starts[0] if starts else None,
                                      **{**options, "ladder": FALLBACK_LADDER})
-    best = RoutedEstimate(ep, "ep", start) if ep.value >= prior.value else RoutedEstimate(prior, route, None)
-    if best.result.trusted or options.get("keep_particles"):
-        return best
-    quadrature = quadrature_log_normalization(chol, C, mask, key=key, **_inner_budget(options))
-    if (quadrature is not None and quadrature.trusted
-            and quadrature.value >= best.result.value - QUADRATURE_SLACK * quadrature.se):
-        return RoutedEstimate(quadrature, "quadrature", None)
-    return best
+    if ep.value >= prior.value:
+        return RoutedEstimate(ep, "ep", start)
+    return RoutedEstimate(prior, route, None)
