@@ -152,3 +152,28 @@ def test_at_a_real_corner_two_seeds_agree_where_tempered_smc_over_theta_is_far_o
     assert first.trusted and second.trusted
     assert abs(first.value - second.value) <= 0.1
     assert over_theta.value < first.value - 10.0
+
+
+@pytest.mark.parametrize("last_resort", [True, False])
+def test_the_default_estimator_turns_to_the_quadrature_only_as_its_last_resort(monkeypatch, last_resort):
+    """AnnealedNormalization asks for the quadrature after the tempered-SMC routes (an untrusted cell here), unless
+    a cheap screen of many cells (the grid's) turns ``last_resort`` off or particles are kept (the search's)."""
+    import bayesvm.evidence.approximations as approximations
+    from bayesvm.evidence.log_evidence import point_cells
+    from bayesvm.normalization.ep_started import RoutedEstimate
+
+    from bayesvm.normalization.annealing import AnnealingResult
+
+    untrusted = AnnealingResult(value=-10.0, se=0.5, ess=2.0, n_temperatures=4, log_z_runs=np.zeros(8),
+                                temperatures=np.zeros((8, 5)), min_particle_ess=0.5, mean_slice_evaluations=3.0,
+                                stuck_fraction=0.0, n_particles=64, n_runs=8, n_mcmc_steps=3)  # 2 of 8 effective
+    assert not untrusted.trusted
+    asked = []
+    monkeypatch.setattr(approximations, "annealed_with_ep_fallback",
+                        lambda *a, **k: RoutedEstimate(untrusted, "prior", None))
+    monkeypatch.setattr(approximations, "with_quadrature_fallback", lambda routed, *a, **k: asked.append(k) or routed)
+    cells = point_cells(np.random.default_rng(0).normal(size=(5, 2)), RBF(), 1.0)
+    for keep_particles in (False, True):
+        asked.clear()
+        approximations.AnnealedNormalization(keep_particles=keep_particles, last_resort=last_resort)(cells)
+        assert len(asked) == (last_resort and not keep_particles)

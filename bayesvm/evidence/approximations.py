@@ -285,8 +285,9 @@ class AnnealedNormalization:
     where the runs still disagree at the cap (or their value still rises there), tempered SMC starts again from it
     (:func:`bayesvm.normalization.ep_started.annealed_with_ep_fallback`;
     ``diagnostics["ep_started"]``); where its runs disagree too, the common direction is integrated out by
-    quadrature (``diagnostics["quadrature"]``; not with ``keep_particles``), and where that is not trusted either
-    the cell is untrusted (biased low). With ``keep_particles``, ``diagnostics["annealing"]`` holds each cell's
+    quadrature (``diagnostics["quadrature"]``; with ``last_resort``, and not with ``keep_particles``), and where
+    that is not trusted either the cell is untrusted (biased low). A cheap screen of many cells turns
+    ``last_resort`` off: at a corner cell the quadrature adds a minute or more to the routes before it. With ``keep_particles``, ``diagnostics["annealing"]`` holds each cell's
     :class:`~bayesvm.normalization.annealing.AnnealingResult` with its final particles as theta (R, N, M) over the
     padded inputs (:meth:`bayesvm.normalization.ep_started.RoutedEstimate.latents`), as the last resampling left
     them: no moves after it, so the same work and values as without, and duplicates among them
@@ -296,6 +297,7 @@ class AnnealedNormalization:
     key: int = 0
     options: dict = field(default_factory=dict)
     keep_particles: bool = False
+    last_resort: bool = True
 
     def __call__(self, cells: Cells) -> Estimate:
         factor = prior_factor(cells.base + cells.offset_ratio)
@@ -306,9 +308,9 @@ class AnnealedNormalization:
         for b in range(cells.size):
             chol, mask = padded(np.sqrt(cells.amplitude[b]) * factor, size)
             routed.append(annealed_with_ep_fallback(chol, cells.C[b], mask, key=self.key, **options))
-            if not self.keep_particles:  # the quadrature has no particles to keep
+            if self.last_resort and not self.keep_particles:  # the quadrature has no particles to keep
                 routed[b] = with_quadrature_fallback(routed[b], chol, cells.C[b], mask, key=self.key, **options)
-            else:
+            if self.keep_particles:
                 kept[b] = dataclasses.replace(routed[b].result, particles=routed[b].latents(chol))
         estimate = _from_annealing([r.result for r in routed])
         estimate.diagnostics["ep_started"] = np.array([r.route == "ep" for r in routed])

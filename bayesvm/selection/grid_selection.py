@@ -198,7 +198,7 @@ class GridProblem:
                                    self.cells(shape, ratio, a, c, naive=True), "ln Q(D)")
             norm = self._screened(normalization_estimator(self.normalization, key=self.random_state,
                                                           n_samples=self.n_samples, options=_SCREEN_ANNEALING,
-                                                          **_SCREEN_EP),
+                                                          last_resort=False, **_SCREEN_EP),
                                   self.cells(shape, ratio, a, c, naive=False), "ln N(D)")
             values["naive"][resolvable] = np.where(naive.trusted, naive.value, np.nan)
             values["naive_se"][resolvable] = naive.se
