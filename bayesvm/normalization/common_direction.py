@@ -150,7 +150,7 @@ class QuadratureResult:
 
     @property
     def trusted(self) -> bool:
-        return self.runs_agree and self.discretisation_error <= DISCRETISATION_TOLERANCE
+        return self.runs_agree and bool(self.discretisation_error <= DISCRETISATION_TOLERANCE)
 
 
 @float64
