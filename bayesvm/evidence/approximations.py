@@ -287,7 +287,8 @@ class AnnealedNormalization:
     ``diagnostics["ep_started"]``); where its runs disagree too, the common direction is integrated out by
     quadrature (``diagnostics["quadrature"]``; with ``last_resort``, and not with ``keep_particles``), and where
     that is not trusted either the cell is untrusted (biased low). A cheap screen of many cells turns
-    ``last_resort`` off: at a corner cell the quadrature adds a minute or more to the routes before it. With ``keep_particles``, ``diagnostics["annealing"]`` holds each cell's
+    ``last_resort`` off: at a corner cell the quadrature adds a minute or more to the routes before it.
+    With ``keep_particles``, ``diagnostics["annealing"]`` holds each cell's
     :class:`~bayesvm.normalization.annealing.AnnealingResult` with its final particles as theta (R, N, M) over the
     padded inputs (:meth:`bayesvm.normalization.ep_started.RoutedEstimate.latents`), as the last resampling left
     them: no moves after it, so the same work and values as without, and duplicates among them

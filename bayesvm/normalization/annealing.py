@@ -447,7 +447,8 @@ def mean_of_runs(log_z) -> tuple[float, float, float]:
         raise ValueError("at least two runs are needed for a standard error")
     value = float(scipy_logsumexp(log_z) - np.log(R))
     ratio = np.exp(log_z - value)  # Z_r / Zbar, sums to R
-    return value, float(np.sqrt(np.sum((ratio - 1.0) ** 2) / (R * (R - 1)))), float(np.sum(ratio) ** 2 / np.sum(ratio**2))
+    se = float(np.sqrt(np.sum((ratio - 1.0) ** 2) / (R * (R - 1))))
+    return value, se, float(np.sum(ratio) ** 2 / np.sum(ratio**2))
 
 
 def _summarise(log_z, *, steps, schedule, min_ess, slice_evals, stuck, n_particles, n_mcmc_steps,
