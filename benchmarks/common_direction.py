@@ -2,7 +2,7 @@
 against from EP's Gaussian, and the whole quadrature.
 
 At each named point (a data set's map subsample and the map's coordinates x = ln C, ln k0, ln k_b/k0, ln length
-scale): for every s of ``--inner-s``, each tempered-SMC run's ln h(s) = ln E_r[prod_i nu(s + r_i)] started from the
+scale): at the point's few values of s near its peak (``POINTS``), each tempered-SMC run's ln h(s) = ln E_r[prod_i nu(s + r_i)] started from the
 prior of r and from EP's Gaussian with the nu sites shifted by s
 (:func:`bayesvm.normalization.common_direction.inner_log_z_runs`), with the default's first-round budget (16 runs x
 128 particles x ``default_moves(n)``); then, unless ``--inner-only``, the quadrature itself

@@ -73,6 +73,7 @@ __all__ = [
     "annealed_log_expectation",
     "pooled",
     "mean_of_runs",
+    "enough_effective_runs",
     "as_key",
     "annealed_log_naive_evidence",
     "annealed_log_normalization",
@@ -181,7 +182,7 @@ class AnnealingResult:
 
     @property
     def runs_agree(self) -> bool:
-        return bool(self.ess >= min(0.5 * self.n_runs, MIN_EFFECTIVE_RUNS))
+        return enough_effective_runs(self.ess, self.n_runs)
 
     @property
     def trusted(self) -> bool:
@@ -435,6 +436,12 @@ def _padded_schedule(temperatures, max_temperatures: int) -> Array:
             )
         schedule[: temperatures.shape[0]] = temperatures
     return jnp.asarray(schedule)
+
+
+def enough_effective_runs(ess: float, n_runs: int) -> bool:
+    """Whether R independent runs with ``ess`` effective runs agree: ess >= min(R / 2, :data:`MIN_EFFECTIVE_RUNS`);
+    below that the mean is likely biased low and its standard error not to be trusted."""
+    return bool(ess >= min(0.5 * n_runs, MIN_EFFECTIVE_RUNS))
 
 
 def mean_of_runs(log_z) -> tuple[float, float, float]:

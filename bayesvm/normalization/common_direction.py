@@ -51,10 +51,10 @@ from .annealing import (
     DEFAULT_MCMC_STEPS,
     DEFAULT_RUNS,
     DEFAULT_TARGET_ESS,
-    MIN_EFFECTIVE_RUNS,
     annealed_log_expectation,
     as_key,
     mean_of_runs,
+    enough_effective_runs,
 )
 from .ep_started import RoutedEstimate, ep_started_factor, ep_started_log_likelihood
 
@@ -146,7 +146,7 @@ class QuadratureResult:
 
     @property
     def runs_agree(self) -> bool:
-        return bool(self.ess >= min(0.5 * self.n_runs, MIN_EFFECTIVE_RUNS))
+        return enough_effective_runs(self.ess, self.n_runs)
 
     @property
     def trusted(self) -> bool:
