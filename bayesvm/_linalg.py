@@ -16,11 +16,12 @@ longer than running it at small n).
 
 from __future__ import annotations
 
-import functools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from .compilation import jit
 
 Array = jax.Array
 
@@ -52,7 +53,7 @@ def unit_padding(K: Array, mask: Array) -> Array:
     return jnp.where(mask[:, None] & mask[None, :], K, eye)
 
 
-@functools.partial(jax.jit, static_argnames=("size",))
+@jit(static_argnames=("size",))
 def pad_gram(K: Array, size: int) -> Array:
     """The (..., n, n) prior covariance K padded to blockdiag(K, I) of shape (..., size, size).
 
@@ -65,7 +66,7 @@ def pad_gram(K: Array, size: int) -> Array:
     return unit_padding(jnp.pad(K, widths), padding_mask(n, size))
 
 
-@functools.partial(jax.jit, static_argnames=("size",))
+@jit(static_argnames=("size",))
 def pad_vector(v: Array, size: int) -> Array:
     """The (n,) vector v padded with zeros to (size,)."""
     return jnp.pad(v, [(0, size - v.shape[-1])])

@@ -1,4 +1,4 @@
-"""An opt-in persistent cache for the programs JAX compiles for bayesvm.
+"""How bayesvm's programs are compiled: cheaper XLA options on the CPU, and an opt-in persistent cache.
 
 Most of a first fit in a fresh process is JAX compiling the solver, EP and
 the tempered-SMC sampler for the problem's padded size (the documentation's
@@ -7,14 +7,39 @@ reuse them in later processes, but that is a process-wide JAX setting, so
 importing bayesvm never turns it on: a library user opts in with
 :func:`enable_compilation_cache`. The ``bayesvm`` command turns it on for
 itself (``BAYESVM_NO_CACHE=1`` turns it off there).
+
+Every compiled function of the package is declared with :func:`jit`, which
+is ``jax.jit`` with :data:`CPU_COMPILER_OPTIONS` for small problems on the
+CPU backend: LLVM's optimisation level 1 instead of XLA's default 2, and
+XLA's classic element-wise fusion emitters instead of its newer MLIR-based
+ones. They apply where no array argument of a program holds more than
+:data:`CHEAP_COMPILATION_MAX_ELEMENTS` numbers (the sampler's 4 x 128
+particles up to 256 points): at 150 points they cut the compilation of a
+first fit by more than a third and the computation ran as fast, but at 400
+points the computation ran slower by more than the compilation saved, so
+larger problems, where a first fit's time is the computation rather than
+the compilation, keep XLA's defaults (the documentation's speed page has the
+numbers; ``benchmarks/cold_start.py``). They are per-program options
+(``jax.jit``'s ``compiler_options``), not process-wide flags: the caller's
+own JAX programs compile as before, and on an accelerator the package's
+compile with XLA's defaults.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
-__all__ = ["default_cache_directory", "enable_compilation_cache"]
+import jax
+
+__all__ = ["CHEAP_COMPILATION_MAX_ELEMENTS", "CPU_COMPILER_OPTIONS", "default_cache_directory",
+           "enable_compilation_cache", "jit"]
+
+#: XLA options of the package's programs for small problems on the CPU backend (see the module docstring)
+CPU_COMPILER_OPTIONS = {"xla_backend_optimization_level": 1, "xla_cpu_use_fusion_emitters": False}
+#: programs whose array arguments hold at most this many numbers each compile with CPU_COMPILER_OPTIONS
+CHEAP_COMPILATION_MAX_ELEMENTS = 4 * 128 * 256
 
 #: programs that compile faster than this are not written. JAX's own default (1 s) would skip most of bayesvm's:
 #: about 75 of the 85-98 programs of a first fit are small ones (0.02-0.05 s each, about 1.5 s together), and
@@ -46,8 +71,40 @@ def enable_compilation_cache(directory: str | os.PathLike | None = None, *,
     path = Path(directory) if directory is not None else default_cache_directory()
     if path.exists() and not path.is_dir():
         raise ValueError(f"the compilation cache must be a directory; {str(path)!r} is a file")
-    import jax
-
     jax.config.update("jax_compilation_cache_dir", str(path))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_seconds))
     return path
+
+
+def jit(fun=None, /, **options):
+    """``jax.jit(fun, **options)``, compiled with :data:`CPU_COMPILER_OPTIONS` for small problems on the CPU.
+
+    Usable as ``@jit`` or ``@jit(static_argnames=...)``, as ``jax.jit``. The options apply where the call is a
+    program of its own on the CPU backend and none of its array arguments holds more than
+    :data:`CHEAP_COMPILATION_MAX_ELEMENTS` numbers. Inside the caller's own transformation
+    (arguments that are tracers: ``jax.jit``, ``jax.vmap``, ``jax.grad`` around a bayesvm function) the function
+    is traced into the caller's program, which JAX compiles with the caller's options (JAX accepts compiler
+    options only on the outermost ``jax.jit``).
+    """
+    if fun is None:
+        return functools.partial(jit, **options)
+    cheap = jax.jit(fun, compiler_options=CPU_COMPILER_OPTIONS, **options)
+    as_given = jax.jit(fun, **options)
+
+    @functools.wraps(fun)
+    def compiled(*args, **kwargs):
+        return (cheap if _cheap_to_compile(args, kwargs) else as_given)(*args, **kwargs)
+
+    # the number of programs compiled for it so far (JAX's private count on its jitted functions, which tests read)
+    compiled._cache_size = lambda: cheap._cache_size() + as_given._cache_size()
+    return compiled
+
+
+def _cheap_to_compile(args, kwargs) -> bool:
+    """Whether a call with these arguments compiles with :data:`CPU_COMPILER_OPTIONS` (see :func:`jit`)."""
+    if jax.default_backend() != "cpu":
+        return False
+    leaves = jax.tree_util.tree_leaves((args, kwargs))
+    if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
+        return False
+    return max((getattr(leaf, "size", 0) for leaf in leaves), default=0) <= CHEAP_COMPILATION_MAX_ELEMENTS

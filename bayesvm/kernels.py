@@ -33,6 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._precision import float64
+from .compilation import jit
 
 Array = jax.Array
 
@@ -304,7 +305,7 @@ def is_ard(kernel: Kernel) -> bool:
 
 
 @float64
-@jax.jit
+@jit
 def gram_matrix(kernel: Kernel, X1: Array, X2: Array | None = None) -> Array:
     """``kernel(X1, X2)`` compiled once per kernel family and input shapes."""
     return kernel(X1, X2)

@@ -24,7 +24,6 @@ memory (theory: "Large data: a low-rank prior").
 
 from __future__ import annotations
 
-import functools
 import numbers
 from typing import NamedTuple
 
@@ -35,6 +34,7 @@ from jax.scipy.linalg import solve_triangular
 
 from ._precision import float64
 from ._validation import check_inputs, check_kernel
+from .compilation import jit
 from .hyperparameters import kernel_at
 from .kernels import Kernel
 
@@ -194,7 +194,7 @@ def pivoted_cholesky(kernel: Kernel, X, m: int) -> tuple[np.ndarray, np.ndarray,
     return np.asarray(pivots, dtype=np.int64), np.asarray(factor).T, np.asarray(residual)
 
 
-@functools.partial(jax.jit, static_argnums=2)
+@jit(static_argnums=2)
 def _pivoted_cholesky(base: Kernel, X: Array, m: int, relative_tolerance: float):
     """The loop of :func:`pivoted_cholesky`, compiled: factor holds the rows l_k^T (rows >= k still 0)."""
     residual = base.base_diag(X)

@@ -37,6 +37,7 @@ from .evidence.ep_gradient import EPSites
 from .evidence.ep_low_rank import (LowRankEPPredictor, low_rank_naive_evidences_and_gradient, low_rank_predict,
                                    low_rank_predictor)
 from .evidence.tilted import hinge_tilted_moments
+from .compilation import jit
 from .hyperparameters import coordinates_of
 from .kernels import Kernel, gram_matrix
 from .evidence.laplace import LaplaceFactor, laplace_factor, laplace_latent_variance
@@ -79,14 +80,14 @@ def _same_side_of_half(p: Array, mean: Array) -> Array:
 
 
 @float64
-@jax.jit
+@jit
 def map_probability(mean: Array, variance: Array | None, C: Array | float) -> Array:
     """Plug-in P(+1 | theta*) = sigmoid(C g(theta*)) (``variance`` is ignored)."""
     return _same_side_of_half(label_probability(mean, C), mean)
 
 
 @float64
-@jax.jit
+@jit
 def averaged_probability(mean: Array, variance: Array, C: Array | float) -> Array:
     """<Q(+1|theta)> / <nu(theta)> under theta ~ N(mean, variance), in closed form.
 
@@ -100,7 +101,7 @@ def averaged_probability(mean: Array, variance: Array, C: Array | float) -> Arra
 
 
 @float64
-@jax.jit
+@jit
 def simple_average_probability(mean: Array, variance: Array, C: Array | float) -> Array:
     """<P(+1|theta)> under theta ~ N(mean, variance), by 64-node Gauss-Hermite quadrature."""
     nodes = jnp.asarray(_HERMITE_NODES)
@@ -121,7 +122,7 @@ def predictive_probability(mean: Array, variance: Array, C: Array | float, metho
     return _PROBABILITY[method](jnp.asarray(mean), jnp.asarray(variance), C)
 
 
-@jax.jit
+@jit
 def _kernel_diag(kernel, X: Array) -> Array:
     return kernel.diag(X)
 

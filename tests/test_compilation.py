@@ -58,3 +58,56 @@ def test_bad_settings_are_refused(tmp_path):
         enable_compilation_cache(file)
     with pytest.raises(ValueError, match="min_compile_seconds"):
         enable_compilation_cache(tmp_path, min_compile_seconds=-1.0)
+
+
+# ---------------------------------------------------------------------------
+# the package's programs: cheaper XLA options for small problems on the CPU
+
+
+def test_cheap_options_go_to_small_programs_of_their_own():
+    import jax
+    import numpy as np
+
+    from bayesvm.compilation import CHEAP_COMPILATION_MAX_ELEMENTS, _cheap_to_compile
+
+    assert jax.default_backend() != "cpu" or _cheap_to_compile((np.zeros((256, 256)), 1.0), {"kind": "rbf"})
+    assert not _cheap_to_compile((np.zeros(CHEAP_COMPILATION_MAX_ELEMENTS + 1),), {})
+    seen = []
+    jax.jit(lambda x: seen.append(_cheap_to_compile((x,), {})) or x)(np.zeros(3))
+    assert seen == [False]  # traced into the caller's program: JAX takes compiler options on the outermost jit only
+
+
+def test_a_package_function_runs_inside_the_callers_transformations():
+    import jax
+    import numpy as np
+
+    from bayesvm.kernels import RBF, gram_matrix
+
+    X = np.random.default_rng(0).normal(size=(12, 2))
+    kernel = RBF(amplitude=2.0, length_scale=0.7, offset=0.5)
+    direct = np.asarray(gram_matrix(kernel, X))
+    with jax.enable_x64(True):
+        assert np.allclose(jax.jit(lambda X: gram_matrix(kernel, X))(X), direct)
+        assert np.allclose(jax.vmap(lambda X: gram_matrix(kernel, X))(np.stack([X, X])), direct)
+
+
+def test_the_cheap_options_leave_eps_values_as_xlas_defaults_give_them(monkeypatch):
+    """EP's ln Q(D), posterior and predictor from the program compiled with the package's CPU options against the
+    same program compiled with XLA's defaults (``jax.jit`` of the undecorated function)."""
+    import jax
+    import numpy as np
+
+    from bayesvm.evidence import ep
+    from bayesvm.kernels import RBF, gram_matrix
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 3))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=40) > 0, 1.0, -1.0)
+    with jax.enable_x64(True):
+        K = gram_matrix(RBF(amplitude=3.0, length_scale=1.2, offset=1.0), X)
+        cheap = ep.ep_log_evidence(K, y, 2.0)
+        monkeypatch.setattr(ep, "_padded_run", jax.jit(ep._padded_run.__wrapped__, static_argnames=("sites",)))
+        default = ep.ep_log_evidence(K, y, 2.0)
+    assert bool(cheap.converged) and bool(default.converged)
+    for a, b in zip(jax.tree_util.tree_leaves(cheap), jax.tree_util.tree_leaves(default)):
+        assert np.allclose(a, b, rtol=1e-9, atol=1e-11)

@@ -12,13 +12,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import jax
 import numpy as np
 import scipy.linalg
 
 from .. import model
 from .._precision import float64
 from .._validation import check_count, check_inputs, check_kernel, check_positive
+from ..compilation import jit
 from ..kernels import Kernel, gram_matrix
 
 __all__ = ["INPUT_DISTRIBUTIONS", "RESTART_MODES", "ToyData", "make_toy"]
@@ -91,10 +91,10 @@ def _pad_rows(a: np.ndarray) -> np.ndarray:
     return np.concatenate([a, np.repeat(a[-1:], _bucket_size(a.shape[0]) - a.shape[0], axis=0)])
 
 
-_label_log_likelihoods_jit = jax.jit(
+_label_log_likelihoods_jit = jit(
     lambda theta, C: (model.log_label_likelihood(1.0, theta, C), model.log_label_likelihood(-1.0, theta, C))
 )
-_label_probability_jit = jax.jit(model.label_probability)
+_label_probability_jit = jit(model.label_probability)
 
 
 def _gram(kernel: Kernel, X1: np.ndarray, X2: np.ndarray | None = None) -> np.ndarray:

@@ -63,7 +63,6 @@ converged after one iteration: EP stopped at its first, factorised guess,
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Callable, NamedTuple
 
 import jax
@@ -71,6 +70,7 @@ import jax.numpy as jnp
 
 from .. import _linalg
 from .._precision import float64
+from ..compilation import jit
 from .ep_posterior import (  # noqa: F401  (EPPredictor and ep_predict are re-exported)
     EPPredictor,
     GaussianPosterior,
@@ -391,13 +391,13 @@ def _site_family(sites: str, y: Array | None, C) -> SiteMoments:
     raise ValueError(f"sites must be one of {SITE_FAMILIES}; got {sites!r}")
 
 
-@partial(jax.jit, static_argnames=("sites",))
+@jit(static_argnames=("sites",))
 def _padded_run(K, y, mask, C, damping, max_iter, tol, log_z_tol, *, sites: str) -> EPResult:
     moments = flat_at_padding(_site_family(sites, y, C), mask)
     return run_ep(K, moments, sites == "nu", damping, max_iter, tol, log_z_tol)
 
 
-@partial(jax.jit, static_argnames=("n",))
+@jit(static_argnames=("n",))
 def _trimmed(result: EPResult, n: int) -> EPResult:
     """The EP result of a padded problem restricted to its first n (data) entries."""
     p = result.predictor
@@ -515,7 +515,7 @@ def ep_log_z_batch(
                          max_iter, tol, log_z_tol, sites=sites)
 
 
-@partial(jax.jit, static_argnames=("sites",))
+@jit(static_argnames=("sites",))
 def _padded_batch(base, scales, C, y, mask, damping, max_iter, tol, log_z_tol, *, sites: str) -> EPBatch:
     def run(point):
         scale, c = point

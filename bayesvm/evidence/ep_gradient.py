@@ -38,6 +38,7 @@ from .._precision import float64
 from .ep import cavity, ep_loop_gram, flat_at_padding, label_sites
 from .ep_posterior import GaussianPosterior, positive_part
 from .tilted import label_tilted_moments
+from ..compilation import jit
 from ..hyperparameters import kernel_at, penalty_at
 from ..kernels import Kernel
 
@@ -183,7 +184,7 @@ def ep_naive_evidences_and_gradient(
     return result._replace(sites=EPSites(*(np.asarray(s)[:, :n] for s in result.sites)))
 
 
-@jax.jit
+@jit
 def _padded_naive_evidences_and_gradient(x, X, Y, mask, template, sites, damping, max_iter, tol, log_z_tol):
     """:func:`ep_naive_evidences_and_gradient` on inputs padded to a static size, with the 0/1 data ``mask``."""
     K, gram_vjp = jax.vjp(lambda x: _linalg.unit_padding(kernel_at(template, x)(X), mask), x)

@@ -82,6 +82,7 @@ from .ep import ep_loop, flat_at_padding, label_sites, nu_sites, shifted_sites
 from .ep_posterior import GaussianPosterior
 from .ep_gradient import (EPSites, NaiveEvidenceGradient, batched_sites, first_problem, summed_over_problems,
                           tilted_gradient)
+from ..compilation import jit
 from ..hyperparameters import kernel_at, penalty_at
 from ..kernels import Kernel
 from ..low_rank import LowRankPrior, low_rank_prior, low_rank_prior_at
@@ -179,7 +180,7 @@ def low_rank_naive_evidence_and_gradient(x: Array, X: Array, Z: Array, y: Array,
 
 
 @float64
-@partial(jax.jit, static_argnames=("kind",))
+@jit(static_argnames=("kind",))
 def low_rank_naive_evidences_and_gradient(
     x: Array,
     X: Array,
@@ -224,7 +225,7 @@ class LowRankEPPredictor(NamedTuple):
 
 
 @float64
-@partial(jax.jit, static_argnames=("kind",))
+@jit(static_argnames=("kind",))
 def low_rank_predictor(
     x: Array, X: Array, Z: Array, template: Kernel, sites: EPSites, *, kind: str = "fitc"
 ) -> LowRankEPPredictor:
@@ -236,7 +237,7 @@ def low_rank_predictor(
 
 
 @float64
-@jax.jit
+@jit
 def low_rank_predict(predictor: LowRankEPPredictor, X_new: Array) -> tuple[Array, Array]:
     """Predictive mean v*^T m_w and variance v*^T A^-1 v* + d* of theta at the rows of X_new (module docstring).
 
@@ -259,7 +260,7 @@ class WeightGaussian(NamedTuple):
 
 
 @float64
-@partial(jax.jit, static_argnames=("max_iter",))
+@jit(static_argnames=("max_iter",))
 def nu_weight_gaussian(prior: LowRankPrior, C: Array | float, *, mask: Array | None = None,
                        shift: Array | None = None, max_iter: int = 200) -> WeightGaussian:
     """EP's Gaussian approximation of the weights' distribution proportional to N(w; 0, I) prod_i nubar_i(v_i^T w).

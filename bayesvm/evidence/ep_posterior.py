@@ -16,6 +16,7 @@ import jax.numpy as jnp
 from jax.scipy.linalg import solve_triangular
 
 from .._precision import float64
+from ..compilation import jit
 
 Array = jax.Array
 
@@ -106,7 +107,7 @@ def predictor_from_sites(K: Array, tau: Array, mean: Array, shift: Array, allow_
 
 
 @float64
-@jax.jit
+@jit
 def ep_predict(result, K_cross: Array, K_diag: Array) -> tuple[Array, Array]:
     """Approximate posterior mean and variance of theta(x*) (GPML Algorithm 3.6, eqs. 3.60-3.61).
 

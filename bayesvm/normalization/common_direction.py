@@ -46,6 +46,7 @@ from scipy.special import logsumexp
 
 from .._precision import float64
 from ..evidence.ep_low_rank import nu_weight_gaussian
+from ..compilation import jit
 from ..low_rank import LowRankPrior
 from .annealing import (
     DEFAULT_MCMC_STEPS,
@@ -80,7 +81,7 @@ class CommonDirection(NamedTuple):
 
 
 @float64
-@jax.jit
+@jit
 def common_direction(chol: Array, mask: Array) -> CommonDirection:
     """The split of the prior with square-root factor ``chol`` (M, M) along u = ``mask``: a = chol^+ u (least
     squares, so an eigen-factor of a singular K serves as well as a Cholesky factor), v = 1 / |a|^2,

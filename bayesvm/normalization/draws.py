@@ -31,6 +31,7 @@ from jax.scipy.special import logsumexp
 from .._linalg import psd_factor
 from .._precision import float64
 from .._validation import check_inputs
+from ..compilation import jit
 from ..kernels import Kernel, gram_matrix
 from ..model import log_nu
 
@@ -99,7 +100,7 @@ def draws_from_base(base, *, n_samples: int = 2000, random_state=0) -> PriorDraw
 
 
 @float64
-@jax.jit
+@jit
 def log_normalization_from_draws(draws: PriorDraws, amplitude, offset, C, n) -> DrawsEstimate:
     """ln N(D) from common prior draws (pure; vmap over amplitude, offset, C, n).
 

@@ -44,6 +44,7 @@ from .annealing import AnnealingResult, product_route_log_likelihood
 from .budget import annealed_until_runs_agree
 from .smc import SliceGuide
 from ..evidence.ep_low_rank import WeightGaussian, nu_weight_gaussian
+from ..compilation import jit
 from ..low_rank import LowRankPrior
 from ..model import log_nu
 
@@ -134,7 +135,7 @@ class RoutedEstimate(NamedTuple):
 
 
 @float64
-@jax.jit
+@jit
 def ep_slice_guide(start: WeightGaussian, chol: Array) -> tuple[SliceGuide, Array]:
     """EP's Gaussian q(w) = N(m, S S^T) as the guide of the prior-started route's slice moves, and the factor
     chol V that carries the guide's coordinates z = V^T w to theta.

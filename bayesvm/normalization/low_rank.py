@@ -60,6 +60,7 @@ from .._validation import check_positive
 from .annealing import AnnealingResult
 from .budget import annealed_until_runs_agree
 from .ep_started import reference_log_ratio
+from ..compilation import jit
 from ..hyperparameters import MARGIN_RESOLUTION, kernel_at, penalty_at
 from ..kernels import Kernel
 from ..low_rank import INDUCING_JITTER, KINDS, LowRankPrior, low_rank_prior_at
@@ -151,7 +152,7 @@ def annealed_log_normalization_low_rank(prior: LowRankPrior, C: float, *, key=0,
     return result, start
 
 
-@partial(jax.jit, static_argnames="kind")
+@jit(static_argnames="kind")
 def _prior_at(x: Array, X: Array, Z: Array, template: Kernel, kind: str) -> tuple[LowRankPrior, Array]:
     """The low-rank prior at x and the inducing jitter it carries, in theta^2 units (k0 x relative jitter x scale)."""
     kernel = kernel_at(template, x)

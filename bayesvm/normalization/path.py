@@ -69,6 +69,7 @@ from .annealing import DEFAULT_MAX_SHRINKS, AnnealingResult, as_key, product_rou
 from .budget import BUDGET_LADDER
 from .ep_started import annealed_with_ep_fallback
 from .smc import moves_at_target
+from ..compilation import jit
 from ..hyperparameters import MARGIN_RESOLUTION, kernel_at, penalty_at
 from ..kernels import Kernel
 from ..model import log_nu
@@ -141,7 +142,7 @@ class PathPrior(Protocol):
         """Tempered SMC at x with ``keep_particles``; None where the prior is not resolved at x."""
 
 
-@jax.jit
+@jit
 def _prior_factor(x: Array, X: Array, mask: Array, template: Kernel) -> tuple[Array, Array]:
     """Cholesky factor of K(x) + jitter I with the smallest working jitter of ``_JITTERS``, and that jitter.
 
@@ -167,7 +168,7 @@ def _prior_factor(x: Array, X: Array, mask: Array, template: Kernel) -> tuple[Ar
     return L, jnp.asarray(_JITTERS)[i] * scale
 
 
-@jax.jit
+@jit
 def _whitened(L: Array, particles: Array) -> Array:
     """The anchor's particles theta = L z as whitened rows z (S, n)."""
     return solve_triangular(L, jnp.reshape(particles, (-1, L.shape[0])).T, lower=True).T
@@ -242,7 +243,7 @@ class FullPathPrior:
         return L, jitter
 
 
-@jax.jit
+@jit
 def _log_f(prior: PathPrior, x: Array, z: Array, aux) -> Array:
     return prior.log_integrand(x, z, aux)
 
@@ -258,7 +259,7 @@ class _Reweighted(NamedTuple):
     relative_se: Array
 
 
-@jax.jit
+@jit
 def _reweighted(prior: PathPrior, x, z, log_f_anchor, aux, ramp) -> _Reweighted:
     """The anchor's particles reweighted to x (:class:`_Reweighted`).
 

@@ -21,6 +21,8 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import logsumexp
 
+from ..compilation import jit
+
 Array = jax.Array
 
 __all__ = ["SliceGuide", "moves_at_target", "smc_runs"]
@@ -229,7 +231,7 @@ def _mutate(key, theta, ll, beta, chol, loglik, max_shrinks: int, n_steps: Array
     return jax.lax.fori_loop(0, n_steps, move, (theta, ll, zeros, zeros))
 
 
-@functools.partial(jax.jit, static_argnames=("log_likelihood", "max_shrinks"))
+@jit(static_argnames=("log_likelihood", "max_shrinks"))
 def moves_at_target(log_likelihood: Callable, chol: Array, key: Array, args: tuple, theta: Array,
                     n_mcmc_steps: Array | int, *, max_shrinks: int) -> Array:
     """``n_mcmc_steps`` elliptical slice moves of particles theta (R, N, M) at beta = 1, the target
@@ -242,8 +244,7 @@ def moves_at_target(log_likelihood: Callable, chol: Array, key: Array, args: tup
     return _mutate(key, theta, ll, jnp.ones(R, theta.dtype), chol, loglik, max_shrinks, n_mcmc_steps, None)[0]
 
 
-@functools.partial(
-    jax.jit,
+@jit(
     static_argnames=(
         "log_likelihood",
         "n_particles",

@@ -54,6 +54,7 @@ from .. import _linalg
 from ._dual_ascent import active_set_polish, coordinate_ascent, monotone_polish, projected_gradient_abs
 from .._precision import float64, numpy_leaves
 from .._validation import check_inputs, check_kernel, check_labels, check_positive
+from ..compilation import jit
 from ..kernels import RBF, Kernel, gram_matrix
 
 Array = jax.Array
@@ -157,7 +158,7 @@ def _default_max_iter(n: int) -> int:
 
 
 @float64
-@partial(jax.jit, static_argnames=("max_iter", "max_free"))
+@jit(static_argnames=("max_iter", "max_free"))
 def solve_dual(
     K: Array,
     y: Array,
@@ -191,8 +192,8 @@ def solve_dual(
     return _finish(K, y, C, alpha, theta, n_iter, tol, max_iter, max_free)
 
 
-_ascend_jit = jax.jit(_ascend, static_argnames=("max_iter",))
-_finish_jit = jax.jit(_finish, static_argnames=("max_iter", "max_free"))
+_ascend_jit = jit(_ascend, static_argnames=("max_iter",))
+_finish_jit = jit(_finish, static_argnames=("max_iter", "max_free"))
 
 
 def _over_batch(fn, strategy, *batched):
@@ -207,12 +208,12 @@ def _over_batch(fn, strategy, *batched):
     return jax.lax.map(lambda args: fn(*args), batched)
 
 
-@partial(jax.jit, static_argnames=("max_iter", "strategy"))
+@jit(static_argnames=("max_iter", "strategy"))
 def _ascend_batch(K, y, C, tol, max_iter, strategy):
     return _over_batch(lambda K_b, C_b: _ascend(K_b, y, C_b, tol, max_iter), strategy, K, C)
 
 
-@partial(jax.jit, static_argnames=("max_iter", "max_free", "strategy"))
+@jit(static_argnames=("max_iter", "max_free", "strategy"))
 def _finish_batch(K, y, C, alpha, theta, n_iter, tol, max_iter, max_free, strategy):
     def finish_one(K_b, C_b, alpha_b, theta_b, n_iter_b):
         return _finish(K_b, y, C_b, alpha_b, theta_b, n_iter_b, tol, max_iter, max_free)
