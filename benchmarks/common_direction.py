@@ -93,7 +93,7 @@ def main(argv=None) -> None:
                 started = time.perf_counter()
                 q = quadrature_log_normalization(chol, C, mask, key=seed, n_mcmc_steps=moves)
                 quadratures.append({"seed": seed, "value": q.value, "se": q.se, "effective_runs": q.ess,
-                                    "rule_error": q.discretisation_error, "trusted": q.trusted,
+                                    "rule_error": q.discretisation_error, "trusted": q.trusted, "abandoned": q.abandoned,
                                     "grid": [float(q.grid[0]), float(q.grid[-1])],
                                     "inner_evaluations": q.inner_evaluations,
                                     "seconds": time.perf_counter() - started})

@@ -177,3 +177,31 @@ def test_the_default_estimator_turns_to_the_quadrature_only_as_its_last_resort(m
         asked.clear()
         approximations.AnnealedNormalization(keep_particles=keep_particles, last_resort=last_resort)(cells)
         assert len(asked) == (last_resort and not keep_particles)
+
+
+@pytest.mark.parametrize("scatter, abandoned", [(0.0, False), (0.3, False), (12.0, True)])
+def test_the_quadrature_is_abandoned_where_its_runs_at_the_screens_peak_disagree(monkeypatch, scatter, abandoned):
+    """The final grid's point at the screen's peak is computed first; where its runs disagree badly (one run 12 nats
+    above the others: 1 effective run of 16) the other points are not computed and the result is untrusted; where
+    they agree (or scatter a little) every point is, the peak once."""
+    from bayesvm.normalization import common_direction as module
+
+    calls = []
+
+    def fake_inner(split, s, C, *, key, n_particles, n_runs, **options):
+        calls.append((round(s, 12), n_runs))
+        runs = np.full(n_runs, -20.0 * (s - 0.8) ** 2)
+        if n_runs == 16:
+            runs[0] += scatter
+        return runs
+
+    monkeypatch.setattr(module, "inner_log_z_runs", fake_inner)
+    result = module.quadrature_log_normalization(np.eye(3), 1.0, key=0, n_runs=16)
+    full = [s for s, runs in calls if runs == 16]
+    assert result.abandoned is abandoned and result.trusted is (not abandoned)
+    assert len(full) == (1 if abandoned else 25) and len(set(full)) == len(full)
+    assert result.inner_evaluations == len(calls)
+    def log_integrand(s):  # ln[N(s; 0, 1/3) h(s)] up to a constant, its peak at s = 32/43
+        return -1.5 * s**2 - 20.0 * (s - 0.8) ** 2
+
+    assert log_integrand(full[0]) > log_integrand(32 / 43) - 0.5  # the probe: a point at the integrand's peak

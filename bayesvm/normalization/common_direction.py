@@ -65,6 +65,13 @@ __all__ = ["CommonDirection", "common_direction", "inner_log_z_runs", "Quadratur
            "quadrature_log_normalization", "with_quadrature_fallback", "DISCRETISATION_TOLERANCE",
            "QUADRATURE_SLACK"]
 
+#: the final grid's inner runs at the screen's peak are computed first; where their effective number is below this
+#: fraction of the agreement floor (:func:`bayesvm.normalization.annealing.enough_effective_runs`: 4 of 16 runs),
+#: the quadrature is abandoned there, untrusted, without the other points. Chosen from the two corners measured
+#: (docs/normalisation.md): 2.1 effective runs at the peak where the whole quadrature reached 4.2 (untrusted), 7.8
+#: where it reached 3.5 and 8.2 with two keys, 15.3-15.6 where it was trusted (15.8-16.0)
+PROBE_RUNS_FRACTION = 0.5
+
 #: the largest error, in nats, of the quadrature rule a trusted estimate may carry: the trapezoid rule on the
 #: final grid against the same rule on every other point (a third of their difference, the Richardson estimate of
 #: the finer rule's error)
@@ -126,6 +133,10 @@ class QuadratureResult:
         Grid points at which h was estimated, the screen's included.
     n_particles, n_runs, n_mcmc_steps
         The final grid's inner tempered SMC.
+    abandoned
+        Whether the quadrature stopped after the final grid's point at the screen's peak, whose runs disagreed
+        (:data:`PROBE_RUNS_FRACTION`): then ``grid`` is that point, ``log_z_runs`` its runs times the prior's
+        density and the grid's span (a rough value, never trusted), and ``discretisation_error`` is infinite.
     """
 
     value: float
@@ -140,6 +151,7 @@ class QuadratureResult:
     n_particles: int
     n_runs: int
     n_mcmc_steps: int
+    abandoned: bool = False
     settled: bool = True
     guided: bool = False
     stopped_above: float | None = None
@@ -151,7 +163,7 @@ class QuadratureResult:
 
     @property
     def trusted(self) -> bool:
-        return self.runs_agree and bool(self.discretisation_error <= DISCRETISATION_TOLERANCE)
+        return not self.abandoned and self.runs_agree and bool(self.discretisation_error <= DISCRETISATION_TOLERANCE)
 
 
 @float64
@@ -185,11 +197,13 @@ def quadrature_log_normalization(chol, C: float, mask=None, *, key=0, n_particle
     base = as_key(key)
     calls = itertools.count()
 
-    def log_h(grid: np.ndarray, runs: int, particles: int) -> np.ndarray:
-        """ln of each run's estimate of h at every grid point, (J, runs)."""
-        return np.stack([inner_log_z_runs(split, float(s), C, key=jax.random.fold_in(base, next(calls)),
-                                          n_particles=particles, n_runs=runs, n_mcmc_steps=n_mcmc_steps,
-                                          target_ess=target_ess) for s in grid])
+    def log_h(grid: np.ndarray, runs: int, particles: int, keys=None) -> np.ndarray:
+        """ln of each run's estimate of h at every grid point, (J, runs); each point's key is the next of the
+        sequence unless ``keys`` (one per point) are given."""
+        keys = [jax.random.fold_in(base, next(calls)) for _ in grid] if keys is None else keys
+        return np.stack([inner_log_z_runs(split, float(s), C, key=k, n_particles=particles, n_runs=runs,
+                                          n_mcmc_steps=n_mcmc_steps, target_ess=target_ess)
+                         for s, k in zip(grid, keys)])
 
     def log_prior(grid: np.ndarray) -> np.ndarray:
         return -0.5 * grid**2 / variance - 0.5 * math.log(2.0 * math.pi * variance)
@@ -201,24 +215,39 @@ def quadrature_log_normalization(chol, C: float, mask=None, *, key=0, n_particle
     lower, upper = 0.0, math.sqrt(2.0 * variance * (window + 15.0 - at_zero))
     evaluations = 1
     for _ in range(max_zooms + 1):
-        grid = np.linspace(lower, upper, screen_points)
-        values = screened(grid)
+        screen = np.linspace(lower, upper, screen_points)
+        values = screened(screen)
         evaluations += screen_points
         inside = np.flatnonzero(values >= np.max(values) - window)
-        lower, upper = grid[max(inside[0] - 1, 0)], grid[min(inside[-1] + 1, screen_points - 1)]
+        lower, upper = screen[max(inside[0] - 1, 0)], screen[min(inside[-1] + 1, screen_points - 1)]
         if inside.size >= 7:
             break
     grid, spacing = np.linspace(lower, upper, grid_points, retstep=True)
-    log_terms = log_prior(grid)[:, None] + log_h(grid, n_runs, n_particles)  # (J, R)
+    keys = [jax.random.fold_in(base, next(calls)) for _ in grid]
+    # the final grid's point nearest the screen's peak first: where its runs already disagree badly, the sums over
+    # the grid will too, and the other points are not computed
+    peak = int(np.argmin(np.abs(grid - screen[np.argmax(values)])))
+    at_peak = log_h(grid[peak:peak + 1], n_runs, n_particles, keys[peak:peak + 1])
+    probe_ess = mean_of_runs(at_peak[0])[2]
+    settings = dict(variance=variance, n_particles=n_particles, n_runs=n_runs, n_mcmc_steps=n_mcmc_steps)
+    if not enough_effective_runs(probe_ess / PROBE_RUNS_FRACTION, n_runs):  # below the fraction of the floor
+        value, se, ess = mean_of_runs(math.log(2.0) + log_prior(grid[peak]) + at_peak[0] + math.log(upper - lower))
+        return QuadratureResult(value=value, se=se, ess=ess, log_z_runs=at_peak[0], grid=grid[peak:peak + 1],
+                                log_integrand=np.full(1, np.nan), discretisation_error=math.inf,
+                                inner_evaluations=evaluations + 1, abandoned=True, **settings)
+    rest = np.delete(np.arange(grid_points), peak)
+    log_h_final = np.empty((grid_points, n_runs))
+    log_h_final[peak] = at_peak[0]
+    log_h_final[rest] = log_h(grid[rest], n_runs, n_particles, [keys[j] for j in rest])
+    log_terms = log_prior(grid)[:, None] + log_h_final  # (J, R)
     pooled_terms = logsumexp(log_terms, axis=1) - math.log(n_runs)
     rule_error = abs(_log_trapezoid(pooled_terms, spacing) - _log_trapezoid(pooled_terms[::2], 2.0 * spacing)) / 3.0
     log_runs = math.log(2.0) + _log_trapezoid(log_terms, spacing)  # the sign symmetry: twice the integral over s > 0
     value, se, ess = mean_of_runs(log_runs)
     return QuadratureResult(
         value=value, se=se, ess=ess, log_z_runs=log_runs, grid=grid,
-        log_integrand=pooled_terms, discretisation_error=rule_error, variance=variance,
-        inner_evaluations=evaluations + grid_points, n_particles=n_particles, n_runs=n_runs,
-        n_mcmc_steps=n_mcmc_steps)
+        log_integrand=pooled_terms, discretisation_error=rule_error,
+        inner_evaluations=evaluations + grid_points, **settings)
 
 
 def _log_trapezoid(log_values: np.ndarray, spacing: float) -> np.ndarray:
