@@ -16,8 +16,8 @@ ones. They apply where no array argument of a program holds more than
 :data:`CHEAP_COMPILATION_MAX_ELEMENTS` numbers (the sampler's 4 x 128
 particles up to 256 points): at 150 points they cut the compilation of a
 first fit by more than a third and the computation ran as fast, but at 400
-points the computation ran slower by more than the compilation saved, so
-larger problems, where a first fit's time is the computation rather than
+points the computation ran about 8% slower, which every later fit pays
+for 2-3 s of compilation saved once, so larger problems, where a first fit's time is the computation rather than
 the compilation, keep XLA's defaults (the documentation's speed page has the
 numbers; ``benchmarks/cold_start.py``). They are per-program options
 (``jax.jit``'s ``compiler_options``), not process-wide flags: the caller's
@@ -32,6 +32,8 @@ import os
 from pathlib import Path
 
 import jax
+
+from ._precision import _traced
 
 __all__ = ["CHEAP_COMPILATION_MAX_ELEMENTS", "CPU_COMPILER_OPTIONS", "default_cache_directory",
            "enable_compilation_cache", "jit"]
@@ -102,9 +104,7 @@ def jit(fun=None, /, **options):
 
 def _cheap_to_compile(args, kwargs) -> bool:
     """Whether a call with these arguments compiles with :data:`CPU_COMPILER_OPTIONS` (see :func:`jit`)."""
-    if jax.default_backend() != "cpu":
+    if jax.default_backend() != "cpu" or _traced(args, kwargs):
         return False
-    leaves = jax.tree_util.tree_leaves((args, kwargs))
-    if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
-        return False
-    return max((getattr(leaf, "size", 0) for leaf in leaves), default=0) <= CHEAP_COMPILATION_MAX_ELEMENTS
+    sizes = (getattr(leaf, "size", 0) for leaf in jax.tree_util.tree_leaves((args, kwargs)))
+    return max(sizes, default=0) <= CHEAP_COMPILATION_MAX_ELEMENTS

@@ -201,6 +201,7 @@ def test_the_quadrature_is_abandoned_where_its_runs_at_the_screens_peak_disagree
     assert result.abandoned is abandoned and result.trusted is (not abandoned)
     assert len(full) == (1 if abandoned else 25) and len(set(full)) == len(full)
     assert result.inner_evaluations == len(calls)
+
     def log_integrand(s):  # ln[N(s; 0, 1/3) h(s)] up to a constant, its peak at s = 32/43
         return -1.5 * s**2 - 20.0 * (s - 0.8) ** 2
 
