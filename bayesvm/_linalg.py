@@ -21,7 +21,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .compilation import jit
 
 Array = jax.Array
 
@@ -53,34 +52,49 @@ def unit_padding(K: Array, mask: Array) -> Array:
     return jnp.where(mask[:, None] & mask[None, :], K, eye)
 
 
-@jit(static_argnames=("size",))
+def _array_module(*arrays):
+    """jax.numpy where any of ``arrays`` is a tracer (the caller's transformation), NumPy otherwise.
+
+    Padding on the host costs no compilation: called eagerly, a jax.numpy operation compiles a program of its
+    own for every shape it meets, which for the padding helpers below was a few tenths of a second of a first fit
+    (documentation: speed, twenty-fourth session).
+    """
+    return jnp if any(isinstance(a, jax.core.Tracer) for a in arrays) else np
+
+
 def pad_gram(K: Array, size: int) -> Array:
     """The (..., n, n) prior covariance K padded to blockdiag(K, I) of shape (..., size, size).
 
     The padding entries are independent N(0, 1) latents: where their
     likelihood sites are flat (or masked out of a sum) they change no
-    integral, posterior or determinant of the data block.
+    integral, posterior or determinant of the data block. A NumPy array
+    unless K is traced (:func:`_array_module`).
     """
+    xp = _array_module(K)
+    K = xp.asarray(K)
     n = K.shape[-1]
     widths = [(0, 0)] * (K.ndim - 2) + [(0, size - n), (0, size - n)]
-    return unit_padding(jnp.pad(K, widths), padding_mask(n, size))
+    mask = padding_mask(n, size)
+    return xp.where(mask[:, None] & mask[None, :], xp.pad(K, widths), xp.eye(size, dtype=K.dtype))
 
 
-@jit(static_argnames=("size",))
 def pad_vector(v: Array, size: int) -> Array:
-    """The (n,) vector v padded with zeros to (size,)."""
-    return jnp.pad(v, [(0, size - v.shape[-1])])
+    """The (n,) vector v padded with zeros to (size,) (NumPy unless v is traced)."""
+    xp = _array_module(v)
+    return xp.pad(xp.asarray(v), [(0, size - v.shape[-1])])
 
 
 def pad_labels(y: Array, size: int) -> Array:
-    """The (n,) labels y padded with +1 to (size,): a valid label wherever the padding's site is flat or unused."""
-    return jnp.where(padding_mask(y.shape[-1], size), pad_vector(y, size), 1.0)
+    """The (n,) labels y padded with +1 to (size,): a valid label wherever the padding's site is flat or unused
+    (NumPy unless y is traced)."""
+    xp = _array_module(y)
+    return xp.pad(xp.asarray(y), [(0, size - y.shape[-1])], constant_values=1.0)
 
 
-def pad_rows(X: Array, size: int) -> Array:
+def pad_rows(X: Array, size: int) -> np.ndarray:
     """The (n, d) inputs X padded with zero rows to (size, d): placeholders whose kernel entries
-    :func:`unit_padding` replaces."""
-    return jnp.pad(X, [(0, size - X.shape[0]), (0, 0)])
+    :func:`unit_padding` replaces (host-side: the training inputs, NumPy)."""
+    return np.pad(np.asarray(X, dtype=np.float64), [(0, size - X.shape[0]), (0, 0)])
 
 
 def buffer_size(count: int, n: int) -> int:

@@ -41,7 +41,7 @@ from typing import TypeVar
 import jax
 import numpy as np
 
-__all__ = ["float64", "float64_scope", "numpy_leaves"]
+__all__ = ["as_float64", "float64", "float64_scope", "numpy_leaves"]
 
 F = TypeVar("F", bound=Callable)
 
@@ -71,6 +71,18 @@ def _traced(args, kwargs) -> bool:
     except Exception:  # not a pytree JAX can flatten (e.g. a mapping with unorderable keys): not traced
         return False
     return any(isinstance(leaf, jax.core.Tracer) for leaf in leaves)
+
+
+def as_float64(a) -> jax.Array:
+    """``a`` as a float64 JAX array without compiling anything: a float64 JAX array is returned as it is, a tracer
+    converted in the caller's trace, anything else (NumPy, Python numbers, other dtypes) goes through NumPy and
+    ``jax.device_put``. Called eagerly, ``jnp.asarray`` of a NumPy array compiles a small program of its own for
+    every shape it meets (JAX 0.10); ``device_put`` copies it."""
+    if isinstance(a, jax.core.Tracer):
+        return jax.numpy.asarray(a, dtype=np.float64)
+    if isinstance(a, jax.Array) and a.dtype == np.float64:
+        return a
+    return jax.device_put(np.asarray(a, dtype=np.float64))
 
 
 def numpy_leaves(tree):

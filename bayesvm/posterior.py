@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _linalg
-from ._precision import float64, numpy_leaves
+from ._precision import as_float64, float64, numpy_leaves
 from ._validation import TrainingData, check_inputs
 from .evidence.approximations import EPNaive
 from .evidence.ep import EPResult, converged_ep, ep_predict
@@ -119,7 +119,7 @@ def predictive_probability(mean: Array, variance: Array, C: Array | float, metho
     """P(y = +1 | x) from the Gaussian latent posterior by the named method."""
     if method not in _PROBABILITY:
         raise ValueError(f"method must be one of {PROBABILITY_METHODS}; got {method!r}")
-    return _PROBABILITY[method](jnp.asarray(mean), jnp.asarray(variance), C)
+    return _PROBABILITY[method](as_float64(mean), None if variance is None else as_float64(variance), C)
 
 
 @jit
@@ -207,8 +207,8 @@ class Posterior(_LatentPredictions):
     @float64
     def latent(self, X) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and variance of theta(x) at new inputs."""
-        X = jnp.asarray(check_inputs(X, n_features=self.fit.X.shape[1]))
-        K_cross = gram_matrix(self.fit.kernel, X, jnp.asarray(self.fit.X))
+        X = np.asarray(check_inputs(X, n_features=self.fit.X.shape[1]), dtype=np.float64)
+        K_cross = gram_matrix(self.fit.kernel, X, np.asarray(self.fit.X, dtype=np.float64))
         K_diag = _kernel_diag(self.fit.kernel, X)
         if self.ep is not None:
             mean, variance = ep_predict(self.ep, K_cross, K_diag)

@@ -1,6 +1,8 @@
-"""The opt-in persistent compilation cache: off on import, on when asked, and read back by a later process."""
+"""The package's compiled programs: the opt-in persistent compilation cache (off on import, on when asked, read back
+by a later process), cheaper XLA options for small problems, and no programs of their own between them."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -111,3 +113,56 @@ def test_the_cheap_options_leave_eps_values_as_xlas_defaults_give_them(monkeypat
     assert bool(cheap.converged) and bool(default.converged)
     for a, b in zip(jax.tree_util.tree_leaves(cheap), jax.tree_util.tree_leaves(default)):
         assert np.allclose(a, b, rtol=1e-9, atol=1e-11)
+
+
+# ---------------------------------------------------------------------------
+# the host-side code between the package's programs compiles nothing of its own
+
+# a fresh process fits BayesianSVC on 40 points and predicts, and lists every program JAX compiled (its compile log)
+_FIT_AND_LIST_PROGRAMS = """
+import logging, re
+import jax
+jax.config.update("jax_log_compiles", True)
+compiled = []
+class Programs(logging.Handler):
+    def emit(self, record):
+        found = re.match(r"Compiling jit\\((\\w+)\\) with global shapes and types \\((.*?)\\)\\. ", record.getMessage())
+        if found:
+            compiled.append(found.groups())
+for name in ("jax._src.interpreters.pxla", "jax._src.dispatch"):
+    logging.getLogger(name).addHandler(Programs())
+    logging.getLogger(name).setLevel(logging.DEBUG)
+import importlib, pkgutil
+import numpy as np
+import bayesvm
+package_programs = set()
+for module in pkgutil.walk_packages(bayesvm.__path__, "bayesvm."):
+    for value in vars(importlib.import_module(module.name)).values():
+        if hasattr(value, "_cache_size"):  # a function compiled by bayesvm.compilation.jit
+            package_programs.add(value.__name__)
+rng = np.random.default_rng(0)
+X = rng.normal(size=(40, 2))
+y = np.where(X[:, 0] + 0.5 * rng.normal(size=40) > 0, 1, 0)
+bayesvm.BayesianSVC(random_state=0).fit(X, y).predict_proba(X)
+for name, shapes in compiled:
+    print(("package" if name in package_programs else "other") + "|" + name + "|" + shapes)
+"""
+
+
+def test_a_fit_compiles_the_packages_programs_and_next_to_nothing_else():
+    """Called eagerly, a jax.numpy operation (a pad, a slice, ``jnp.asarray`` of a NumPy array, a key split)
+    compiles a one-operation program of its own for every shape it meets: 24 of the 41 programs of a first fit
+    before the host-side code kept to NumPy. What may remain is a PRNG key's seeding (a scalar program or two)."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("JAX_COMPILATION_CACHE")}
+    done = subprocess.run([sys.executable, "-c", _FIT_AND_LIST_PROGRAMS], capture_output=True, text=True, env=env,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    programs = [line.split("|", 2) for line in done.stdout.splitlines() if line.count("|") >= 2]
+    package = {name for kind, name, _ in programs if kind == "package"}
+    assert {"smc_runs", "_padded_naive_evidences_and_gradient", "_reweighted"} <= package  # the log was read
+    others = [(name, shapes) for kind, name, shapes in programs if kind == "other"]
+    scalar = re.compile(r"ShapedArray\(\w+\[\](, weak_type=True)?\),?")
+    seeding = [(name, shapes) for name, shapes in others
+               if name in ("_threefry_seed", "stage") and scalar.fullmatch(shapes.strip())]
+    assert [program for program in others if program not in seeding] == []
+    assert len(seeding) <= 2

@@ -126,7 +126,7 @@ class Cells(NamedTuple):
 
     def prior(self, b: int) -> jax.Array:
         """Cell b's prior covariance k0 (base + r)."""
-        return self.amplitude[b] * (self.base + self.offset_ratio)
+        return self.amplitude[b] * (np.asarray(self.base) + self.offset_ratio)
 
 
 class Estimate(NamedTuple):
@@ -248,7 +248,7 @@ class SampledNaive:
     options: dict = field(default_factory=dict)
 
     def __call__(self, cells: Cells) -> Estimate:
-        factor = prior_factor(cells.base + cells.offset_ratio)
+        factor = prior_factor(np.asarray(cells.base) + cells.offset_ratio)
         results = [annealed_log_naive_evidence(None, cells.y, cells.C[b], chol=np.sqrt(cells.amplitude[b]) * factor,
                                                key=self.key, **self.options) for b in range(cells.size)]
         return _from_annealing(results)
@@ -301,7 +301,7 @@ class AnnealedNormalization:
     last_resort: bool = True
 
     def __call__(self, cells: Cells) -> Estimate:
-        factor = prior_factor(cells.base + cells.offset_ratio)
+        factor = prior_factor(np.asarray(cells.base) + cells.offset_ratio)
         size = _linalg.problem_size(cells.n)
         options = {"max_se": target_standard_error(cells.n), "n_mcmc_steps": default_moves(cells.n),
                    "keep_particles": self.keep_particles, "move_last": False, **self.options}
@@ -349,7 +349,7 @@ class AnnealedStandInNormalization:
     options: dict = field(default_factory=dict)
 
     def __call__(self, cells: Cells) -> Estimate:
-        factor = prior_factor(cells.base + cells.offset_ratio)
+        factor = prior_factor(np.asarray(cells.base) + cells.offset_ratio)
         results = [annealed_log_expectation(np.sqrt(cells.amplitude[b]) * factor, mean_route_log_likelihood,
                                             args=(cells.C[b], cells.n), key=self.key, **self.options)
                    for b in range(cells.size)]

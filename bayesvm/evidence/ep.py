@@ -67,6 +67,7 @@ from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .. import _linalg
 from .._precision import float64
@@ -397,16 +398,18 @@ def _padded_run(K, y, mask, C, damping, max_iter, tol, log_z_tol, *, sites: str)
     return run_ep(K, moments, sites == "nu", damping, max_iter, tol, log_z_tol)
 
 
-@jit(static_argnames=("n",))
 def _trimmed(result: EPResult, n: int) -> EPResult:
-    """The EP result of a padded problem restricted to its first n (data) entries."""
-    p = result.predictor
+    """The EP result of a padded problem restricted to its first n (data) entries: sliced on the host (NumPy)
+    unless the call is traced (:func:`bayesvm._linalg._array_module`), where a program of its own would compile
+    for every n."""
+    xp = _linalg._array_module(result.mean)
+    p = EPPredictor(*(xp.asarray(a) for a in result.predictor))
     predictor = EPPredictor(p.alpha[:n], p.chol_positive[:n, :n], p.sqrt_positive[:n], p.negative_factor[:n, :n])
     return result._replace(
-        mean=result.mean[:n],
-        variance=result.variance[:n],
-        site_precision=result.site_precision[:n],
-        site_shift=result.site_shift[:n],
+        mean=xp.asarray(result.mean)[:n],
+        variance=xp.asarray(result.variance)[:n],
+        site_precision=xp.asarray(result.site_precision)[:n],
+        site_shift=xp.asarray(result.site_shift)[:n],
         predictor=predictor,
     )
 
@@ -442,8 +445,9 @@ def ep_log_evidence(
     see the public wrappers). Compiled once per padded size
     (:func:`bayesvm._linalg.problem_size`), not once per n.
     """
-    K = jnp.asarray(K, dtype=jnp.float64)
-    return _run_padded(K, jnp.asarray(y, dtype=K.dtype), C, "labels", damping, max_iter, tol, log_z_tol)
+    xp = _linalg._array_module(K, y)  # NumPy on the host: _run_padded pads it there
+    K = xp.asarray(K, dtype=np.float64)
+    return _run_padded(K, xp.asarray(y, dtype=K.dtype), C, "labels", damping, max_iter, tol, log_z_tol)
 
 
 @float64
@@ -457,7 +461,7 @@ def converged_ep(K, y, C: float, *, tol: float = 1e-8, log_z_tol: float = 0.0) -
         sweeps += int(result.n_iter)
         if bool(result.converged):
             break
-    return result._replace(n_iter=jnp.asarray(sweeps))
+    return result._replace(n_iter=np.asarray(sweeps))
 
 
 @float64

@@ -147,7 +147,7 @@ class Evidence:
 def point_cells(X, kernel: Kernel, C: float, y=None, n: int | None = None) -> Cells:
     """(C, kernel) as one cell on the inputs X: the one unit-amplitude, zero-offset Gram matrix that every estimate
     at the point (the MAP fits, ln Q(D) of each problem, ln N(D)) shares."""
-    base = gram_matrix(kernel.replace(amplitude=1.0, offset=0.0), jnp.asarray(X))
+    base = gram_matrix(kernel.replace(amplitude=1.0, offset=0.0), np.asarray(X, dtype=np.float64))
     amplitude = float(kernel.amplitude)
     return Cells.at(base, float(kernel.offset) / amplitude, amplitude, C, y=y, n=n)
 
@@ -356,7 +356,7 @@ def evidences_at(data: TrainingData, C: float, kernel: Kernel, *, approximation:
         norm = _normalization_estimate(cells, normalization, n_samples, random_state, stacklevel=5)
     evidences = []
     for fit in fits:
-        naive = _naive_estimate(cells._replace(y=jnp.asarray(fit.y)), approximation, determinant, random_state,
+        naive = _naive_estimate(cells._replace(y=np.asarray(fit.y, dtype=np.float64)), approximation, determinant, random_state,
                                 stacklevel=5)
         evidences.append(_evidence_at_fit(fit, naive, norm, approximation, determinant, normalization))
     return tuple(evidences)

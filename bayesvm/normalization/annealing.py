@@ -59,7 +59,7 @@ from scipy.special import logsumexp as scipy_logsumexp
 
 from .. import _linalg
 from .._linalg import psd_factor
-from .._precision import float64
+from .._precision import as_float64, float64
 from .._validation import check_count, check_inputs, check_kernel, check_labels, check_positive
 from ..kernels import Kernel, gram_matrix
 from ..model import hinge, log_kappa, log_nu
@@ -227,8 +227,8 @@ def naive_log_likelihood(theta: Array, y: Array, C: Array | float) -> Array:
 
 
 @float64
-def prior_factor(K) -> Array:
-    """A square-root factor S of the prior covariance K (S S^T = K): theta = S z with z ~ N(0, I).
+def prior_factor(K) -> np.ndarray:
+    """A square-root factor S of the prior covariance K (S S^T = K; NumPy, host-side): theta = S z with z ~ N(0, I).
 
     Checks K, then uses the project's :func:`bayesvm._linalg.psd_factor`: the
     lower Cholesky factor where K is numerically positive definite, otherwise
@@ -248,7 +248,7 @@ def prior_factor(K) -> Array:
     if not np.allclose(K, K.T, rtol=1e-10, atol=1e-12 * np.max(np.abs(K))):
         raise ValueError("K must be symmetric (a covariance matrix)")
     try:
-        return jnp.asarray(psd_factor(K))
+        return psd_factor(K)
     except np.linalg.LinAlgError as err:
         raise ValueError(f"K is not a valid covariance matrix: {err}") from None
 
@@ -338,7 +338,7 @@ def annealed_log_expectation(
         A :class:`bayesvm.normalization.smc.SliceGuide` over z (D entries each): the slice moves go round it
         instead of the prior (EP's Gaussian, :func:`bayesvm.normalization.ep_started.ep_slice_guide`).
     """
-    chol = jnp.asarray(chol, dtype=jnp.float64)
+    chol = as_float64(chol)
     if chol.ndim != 2 or chol.shape[0] < chol.shape[1] or chol.shape[1] == 0:
         raise ValueError(f"chol must be a square (or tall) factor of the prior covariance; got shape {chol.shape}")
     if not callable(log_likelihood):
@@ -350,14 +350,14 @@ def annealed_log_expectation(
             raise ValueError(f"a slice guide needs a non-negative excess precision and a shift of {chol.shape[1]} "
                              f"entries each (one per column of chol); got shapes {[a.shape for a in guide]}")
     schedule = _padded_schedule(temperatures, settings["max_temperatures"])
-    args = tuple(jnp.asarray(a, dtype=jnp.float64) for a in args)
+    args = tuple(np.asarray(a, dtype=np.float64) for a in args)  # host-side: no program to convert them
     batch = runs_per_program(settings["n_runs"])
     n_batches = settings["n_runs"] // batch
-    keys = [as_key(key)] if n_batches == 1 else list(jax.random.split(as_key(key), n_batches))
-    batches = [smc_runs(log_likelihood, chol, batch_key, args, schedule, jnp.asarray(temperatures is None),
-                        move_last=jnp.asarray(keep_particles and move_last), guide=guide,
+    key = as_key(key)
+    batches = [smc_runs(log_likelihood, chol, key, args, schedule, np.asarray(temperatures is None),
+                        move_last=np.asarray(keep_particles and move_last), guide=guide, batch=np.int32(index),
                         **{**settings, "n_runs": batch})
-               for batch_key in keys]  # dispatched without waiting: the batches queue on the device
+               for index in range(n_batches)]  # dispatched without waiting: the batches queue on the device
     log_z, steps, schedule, min_ess, final_beta = (np.concatenate([np.asarray(b[i]) for b in batches])
                                                    for i in (0, 1, 2, 3, 7))
     evals, stuck, n_moves = (sum(float(b[i]) for b in batches) for i in range(4, 7))
@@ -378,7 +378,7 @@ def annealed_log_expectation(
         )
     if not keep_particles:
         return result
-    particles = batches[0][8] if n_batches == 1 else jnp.concatenate([b[8] for b in batches])
+    particles = batches[0][8] if n_batches == 1 else np.concatenate([np.asarray(b[8]) for b in batches])
     return dataclasses.replace(result, particles=particles)
 
 
@@ -435,7 +435,7 @@ def _padded_schedule(temperatures, max_temperatures: int) -> Array:
                 f"temperatures has {temperatures.shape[0] - 1} steps, more than max_temperatures = {max_temperatures}"
             )
         schedule[: temperatures.shape[0]] = temperatures
-    return jnp.asarray(schedule)
+    return schedule
 
 
 def enough_effective_runs(ess: float, n_runs: int) -> bool:
@@ -502,7 +502,7 @@ def pooled(results: list[AnnealingResult]) -> AnnealingResult:
     )
     if any(p is None for p in particles):
         return result
-    return dataclasses.replace(result, particles=jnp.concatenate(particles))
+    return dataclasses.replace(result, particles=np.concatenate([np.asarray(p) for p in particles]))
 
 
 def shift(result: AnnealingResult, offset: float) -> AnnealingResult:

@@ -38,8 +38,9 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from .._precision import float64
+from .._precision import as_float64, float64
 from .annealing import AnnealingResult, product_route_log_likelihood
 from .budget import annealed_until_runs_agree
 from .smc import SliceGuide
@@ -81,7 +82,7 @@ def ep_started_log_likelihood(images: Array, mean: Array, log_det_scale: Array, 
 def ep_weight_gaussian(chol: Array, C: float, mask: Array) -> WeightGaussian:
     """EP's Gaussian q(w) of the whitened latents w = chol^-1 theta (module docstring); the prior where EP fails."""
     size = chol.shape[0]
-    C = jnp.asarray(C, dtype=chol.dtype)  # a Python float and a NumPy one would compile EP twice
+    C = as_float64(C)  # a Python float and a NumPy one would compile EP twice
     return nu_weight_gaussian(LowRankPrior(chol, jnp.zeros(size, dtype=chol.dtype)), C, mask=mask > 0)
 
 
@@ -96,9 +97,9 @@ def annealed_from_ep(chol, C: float, mask=None, *, key=0, start: WeightGaussian 
     ``options`` go to :func:`bayesvm.normalization.budget.annealed_until_runs_agree` (its budget grows until
     the runs agree); the particles (``keep_particles``) are z, w = mean + z scale^T with the returned Gaussian.
     """
-    chol = jnp.asarray(chol, dtype=jnp.float64)
+    chol = as_float64(chol)
     size = chol.shape[0]
-    mask = jnp.ones(size, dtype=chol.dtype) if mask is None else jnp.asarray(mask, dtype=chol.dtype)
+    mask = as_float64(np.ones(size) if mask is None else mask)
     start = ep_weight_gaussian(chol, C, mask) if start is None else start
     result = annealed_until_runs_agree(
         ep_started_factor(start, chol), ep_started_log_likelihood,
@@ -178,8 +179,8 @@ def annealed_with_ep_fallback(chol, C: float, mask=None, *, key=0, **options) ->
     Where the prior-started budget stopped early by ``stop_above`` (ln N(D) certainly above the caller's level),
     EP's start is not tried either.
     """
-    chol = jnp.asarray(chol, dtype=jnp.float64)
-    mask = jnp.ones(chol.shape[0], dtype=chol.dtype) if mask is None else jnp.asarray(mask, dtype=chol.dtype)
+    chol = as_float64(chol)
+    mask = as_float64(np.ones(chol.shape[0]) if mask is None else mask)
     starts: list[WeightGaussian] = []
 
     def guide_from_ep() -> tuple[Array, SliceGuide] | None:

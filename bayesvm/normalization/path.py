@@ -194,10 +194,9 @@ class FullPathPrior:
     @classmethod
     def of(cls, X, template: Kernel) -> "FullPathPrior":
         """The prior over the training inputs X (n, d), padded."""
-        X = jnp.asarray(X, dtype=jnp.float64)
         n = X.shape[0]
         size = _linalg.problem_size(n)
-        return cls(_linalg.pad_rows(X, size), jnp.asarray(_linalg.padding_mask(n, size)), template)
+        return cls(_linalg.pad_rows(X, size), _linalg.padding_mask(n, size), template)
 
     def log_integrand(self, x: Array, z: Array, jitter: Array) -> Array:
         K = _linalg.unit_padding(kernel_at(self.template, x)(self.X), self.mask)
@@ -237,7 +236,7 @@ class FullPathPrior:
     def _resolved_factor(self, x: np.ndarray) -> tuple[Array, Array] | None:
         """The factor of K(x) + jitter I and its jitter (:func:`_prior_factor`), or None where the factor failed or
         the jitter exceeds the margin's resolution (it is independent noise of that variance on every theta_i)."""
-        L, jitter = _prior_factor(jnp.asarray(x), self.X, self.mask, self.template)
+        L, jitter = _prior_factor(x, self.X, self.mask, self.template)
         if not (bool(np.all(np.isfinite(np.asarray(L)))) and float(jitter) <= MARGIN_RESOLUTION):
             return None
         return L, jitter
@@ -351,13 +350,13 @@ class ReweightedPath:
         # each run's particles carry its weight Z_r / mean Z (population annealing's weighted average; rows are
         # run by run): folded into ln f at the anchor, the reweighted mean at the anchor itself is exactly 1
         run_log_weight = np.repeat(result.log_z_runs - result.value, result.n_particles)
-        log_f = _log_f(self.prior, jnp.asarray(x), z, aux) - run_log_weight
+        log_f = np.asarray(_log_f(self.prior, x, z, aux)) - run_log_weight
         return _Anchor(np.array(x), result.value, result.se, result.runs_agree, z, log_f, aux)
 
     def _reweight(self, anchor: _Anchor, x: np.ndarray) -> _Reweighted:
         """The anchor's particles reweighted to x, with the gradient of ln ESS where its share of a blend moves (one
         compiled program for every call: the ramp's ends are arguments, not constants)."""
-        return _reweighted(self.prior, jnp.asarray(x), anchor.z, anchor.log_f, anchor.aux,
+        return _reweighted(self.prior, x, anchor.z, anchor.log_f, anchor.aux,
                            (self.min_ess_fraction, _FULL_SHARE_FRACTION))
 
     def _served(self, anchor: _Anchor, x: np.ndarray) -> tuple[_Reweighted, float] | None:

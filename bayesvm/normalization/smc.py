@@ -269,6 +269,7 @@ def smc_runs(
     max_shrinks: int,
     move_last: Array | bool = False,
     guide: SliceGuide | None = None,
+    batch: Array | int = 0,
 ):
     """R independent tempered SMC runs of N particles, batched on a leading axis.
 
@@ -287,11 +288,14 @@ def smc_runs(
     :mod:`bayesvm.normalization.ep_started`, carries its whitened latents and two images of them this way).
     With a ``guide`` (:class:`SliceGuide`) the moves go round it instead of the prior: the particles then carry
     their whitened draws z beside theta = chol z, (R, N, D + M), of which the likelihood sees theta alone.
+    ``batch`` (traced) is folded into ``key``: a caller that computes its runs in several calls gives each call its
+    own index, so the calls draw independent runs from one key without splitting it on the host (an eagerly split
+    key compiles programs of its own).
     Returns ln Z per run, the diagnostics and the final particles theta (R, N, M).
     """
     R, N, M = n_runs, n_particles, chol.shape[0]
     loglik = jax.vmap(lambda theta: log_likelihood(theta, *args))
-    init_key, loop_key = jax.random.split(key)
+    init_key, loop_key = jax.random.split(jax.random.fold_in(key, batch))
     w = jax.random.normal(init_key, (R, N, chol.shape[1]), chol.dtype)
     theta = w @ chol.T if guide is None else jnp.concatenate([w, w @ chol.T], -1)
     schedule = jnp.full((R, max_temperatures + 1), jnp.nan, chol.dtype).at[:, 0].set(0.0)

@@ -210,9 +210,9 @@ class _Objective:
         o = self.options
         sites, sweeps, factorizations = self.sites, 0, 0
         for damping, max_iter in [(o.ep_damping, o.ep_max_iter), *o.ep_fallbacks]:
-            naive = self.naive_gradient(jnp.asarray(x), self.Y, sites, damping, max_iter)
-            sweeps += int(np.sum(naive.n_iter))
-            factorizations += int(np.sum(naive.n_factorizations))
+            naive = self.naive_gradient(x, self.Y, sites, damping, max_iter)
+            sweeps += int(np.sum(np.asarray(naive.n_iter)))
+            factorizations += int(np.sum(np.asarray(naive.n_factorizations)))
             converged = np.asarray(naive.converged)
             if converged.all():
                 break

@@ -242,8 +242,8 @@ def _solve_adaptive(ascend, finish, K, y, C, tol, max_iter):
     n_free = int(np.max(np.sum((alpha_host > 0) & (alpha_host < np.expand_dims(np.asarray(C), -1)), axis=-1)))
     max_free = _linalg.buffer_size(n_free, size)
     solution = finish(K, y, C, alpha, theta, n_iter, tol, max_iter=max_iter, max_free=max_free)
-    return solution._replace(alpha=solution.alpha[..., :n], theta=solution.theta[..., :n],
-                             marginal=solution.marginal[..., :n])
+    return solution._replace(alpha=np.asarray(solution.alpha)[..., :n], theta=np.asarray(solution.theta)[..., :n],
+                             marginal=np.asarray(solution.marginal)[..., :n])
 
 
 @float64
@@ -368,7 +368,8 @@ def fit_map_on_gram(K, X: np.ndarray, y_pm: np.ndarray, classes: np.ndarray, C: 
                     tol: float = 1e-8, max_iter: int | None = None, stacklevel: int = 2) -> MapSVM:
     """:func:`fit_map` on validated data whose prior covariance K = kernel(X, X) is already built (the layers
     below a public entry point, which share one Gram matrix between several fits and estimates)."""
-    solution = _solve_adaptive(_ascend_jit, _finish_jit, K, jnp.asarray(y_pm), jnp.asarray(C), tol, max_iter)
+    solution = _solve_adaptive(_ascend_jit, _finish_jit, K, np.asarray(y_pm, dtype=np.float64),
+                               np.asarray(C, dtype=np.float64), tol, max_iter)
     if not bool(solution.converged):
         warnings.warn(
             f"the SVM dual solver stopped at KKT violation {float(solution.kkt_violation):.2e} > tol={tol:g}; "
