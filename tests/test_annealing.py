@@ -437,9 +437,9 @@ def test_a_repeat_that_cannot_reach_the_target_is_skipped_for_the_larger_budget(
     skipped = annealed_until_runs_agree(chol, product_route_log_likelihood, ladder=ladder, max_se=0.4 * first.se,
                                         **kwargs)
     assert made == [(32, 1), (32, 2)]
-    assert (skipped.n_runs, skipped.n_mcmc_steps) == (8, 2)  # the larger round alone, made with its own key
+    assert (skipped.n_runs, skipped.n_mcmc_steps) == (8, 2)  # the larger round alone, made with its own stream
     larger = annealed_log_expectation(chol, product_route_log_likelihood, **{**kwargs, "n_mcmc_steps": 2,
-                                      "key": jax.random.fold_in(jax.random.PRNGKey(0), 2)})
+                                                                             "stream": 2})
     np.testing.assert_array_equal(skipped.log_z_runs, larger.log_z_runs)
     made.clear()
     annealed_until_runs_agree(chol, product_route_log_likelihood, ladder=ladder, max_se=0.6 * first.se, **kwargs)
@@ -488,6 +488,18 @@ def test_the_search_anchors_and_the_default_estimate_share_one_compiled_sampler(
     assert runs_per_program(default.n_runs) == ANCHOR_ANNEALING["n_runs"]
     assert len(np.unique(default.log_z_runs)) == default.n_runs == 16
     assert default.particles.shape == (16, particles, 23)
+
+
+def test_streams_of_one_key_are_reproducible_and_independent():
+    """The same key and stream give the same runs (common random numbers), another stream other runs: the
+    budget's rounds are streams of one key, each drawn inside the compiled sampler."""
+    chol, c = _hard_product_route(n=23)
+    kwargs = dict(args=(c,), key=5, n_particles=16, n_runs=8, n_mcmc_steps=1)
+    first = annealed_log_expectation(chol, product_route_log_likelihood, **kwargs)
+    again = annealed_log_expectation(chol, product_route_log_likelihood, stream=0, **kwargs)
+    other = annealed_log_expectation(chol, product_route_log_likelihood, stream=1, **kwargs)
+    np.testing.assert_array_equal(first.log_z_runs, again.log_z_runs)
+    assert not np.intersect1d(first.log_z_runs, other.log_z_runs).size
 
 
 def _scripted_rounds(monkeypatch, values: dict) -> list[tuple[int, float]]:

@@ -165,7 +165,7 @@ def _ep_estimate(cells: Cells, sites: str, tol: float, log_z_tol: float) -> Esti
         result = converged_ep(cells.prior(0), cells.y, float(cells.C[0]), tol=tol, log_z_tol=log_z_tol)
         diagnostics = {"n_iter": np.array([int(result.n_iter)]), "ep": jax.tree_util.tree_map(lambda v: np.asarray(v)[None], result)}
         return Estimate(np.array([float(result.log_z)]), np.zeros(1), np.array([bool(result.converged)]), diagnostics)
-    base = cells.base + cells.offset_ratio
+    base = np.asarray(cells.base) + cells.offset_ratio
     y = cells.y if sites == "labels" else None
     log_z, converged = np.full(cells.size, np.nan), np.zeros(cells.size, bool)
     n_iter = np.zeros(cells.size, int)
@@ -226,7 +226,7 @@ class LaplaceNaive:
 
     def __call__(self, cells: Cells) -> Estimate:
         # one matrix for the whole batch: the dual on base + r with box P = C k0, then alpha = b / k0
-        base = cells.base + cells.offset_ratio
+        base = np.asarray(cells.base) + cells.offset_ratio
         solutions = _in_batches(lambda P: solve_dual_boxes(base, cells.y, P), cells.amplitude * cells.C)
         terms = []
         for b in range(cells.size):

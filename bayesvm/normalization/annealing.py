@@ -293,6 +293,7 @@ def annealed_log_expectation(
     keep_particles: bool = False,
     move_last: bool = True,
     guide: SliceGuide | None = None,
+    stream: int = 0,
 ) -> AnnealingResult:
     """ln E_{theta ~ N(0, chol chol^T)}[exp(log_likelihood(theta, *args))] by tempered SMC.
 
@@ -307,12 +308,14 @@ def annealed_log_expectation(
         ``log_likelihood(theta, *args) -> scalar`` for theta of shape (M,), a
         JAX-traceable function. Pass a module-level function and vary ``args``
         to reuse one compilation across hyperparameter values.
-    key
-        int seed or ``jax.random`` key. The same key gives the same random
-        numbers for every ``args`` (common random numbers).
+    key, stream
+        int seed or ``jax.random`` key. The same key and stream give the same random
+        numbers for every ``args`` (common random numbers); another stream of the same key gives runs
+        independent of these (a caller that makes several estimates from one key numbers them; the stream is
+        folded into the key inside the compiled sampler, which costs no program of its own).
     n_particles, n_runs
         Particles per SMC run and independent runs (batched on one axis; on the CPU in calls of
-        :data:`CPU_RUNS_PER_PROGRAM` runs with keys split from ``key`` where that divides them,
+        :data:`CPU_RUNS_PER_PROGRAM` runs, each folding its index into ``key``, where that divides them,
         :func:`runs_per_program`).
     n_mcmc_steps
         Elliptical slice moves per particle per temperature.
@@ -355,7 +358,8 @@ def annealed_log_expectation(
     n_batches = settings["n_runs"] // batch
     key = as_key(key)
     batches = [smc_runs(log_likelihood, chol, key, args, schedule, np.asarray(temperatures is None),
-                        move_last=np.asarray(keep_particles and move_last), guide=guide, batch=np.int32(index),
+                        move_last=np.asarray(keep_particles and move_last), guide=guide,
+                        batch=np.int32(stream * n_batches + index),
                         **{**settings, "n_runs": batch})
                for index in range(n_batches)]  # dispatched without waiting: the batches queue on the device
     log_z, steps, schedule, min_ess, final_beta = (np.concatenate([np.asarray(b[i]) for b in batches])

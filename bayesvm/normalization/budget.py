@@ -133,7 +133,7 @@ def annealed_until_runs_agree(chol, log_likelihood: Callable, *, key=0, n_partic
     together, and only a larger budget shows it (documentation: normalisation, "The value must settle"); where it
     rises by more, the next larger budget follows at once, and so it does where the runs agree only narrowly (fewer
     than :data:`CONFIRMED_SHARE` of them effective) and a larger budget is left to confirm the value. The first
-    round is exactly :func:`annealed_log_expectation` with ``key``; later rounds fold their index into it. Runs that still
+    round is exactly :func:`annealed_log_expectation` with ``key``; later rounds are its later streams. Runs that still
     disagree, or a value still rising, after the last round are returned with a ``RuntimeWarning`` (and
     ``settled`` False in the latter case). ``options`` go to every round (``keep_particles`` returns the pooled
     particles; ``target_ess`` is the rounds' target where their budget names none).
@@ -165,7 +165,7 @@ def annealed_until_runs_agree(chol, log_likelihood: Callable, *, key=0, n_partic
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             same_size.append(annealed_log_expectation(
-                factor, log_likelihood, key=base if index == 0 else jax.random.fold_in(base, index),
+                factor, log_likelihood, key=base, stream=index,
                 n_particles=size[0], n_mcmc_steps=size[1], target_ess=size[2], n_runs=n_runs, guide=guide,
                 **options))
         result = pooled(same_size)

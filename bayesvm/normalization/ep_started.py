@@ -83,7 +83,7 @@ def ep_weight_gaussian(chol: Array, C: float, mask: Array) -> WeightGaussian:
     """EP's Gaussian q(w) of the whitened latents w = chol^-1 theta (module docstring); the prior where EP fails."""
     size = chol.shape[0]
     C = as_float64(C)  # a Python float and a NumPy one would compile EP twice
-    return nu_weight_gaussian(LowRankPrior(chol, jnp.zeros(size, dtype=chol.dtype)), C, mask=mask > 0)
+    return nu_weight_gaussian(LowRankPrior(chol, np.zeros(size)), C, mask=np.asarray(mask) > 0)
 
 
 @float64
@@ -190,7 +190,7 @@ def annealed_with_ep_fallback(chol, C: float, mask=None, *, key=0, **options) ->
             return None
         guide, factor = ep_slice_guide(start, chol)
         # EP no narrower than the prior anywhere (lambda <= 0): the guide is the prior, whose moves go on
-        return (factor, guide) if bool(jnp.any(guide.excess_precision > 0)) else None
+        return (factor, guide) if bool(np.any(np.asarray(guide.excess_precision) > 0)) else None
 
     with warnings.catch_warnings():  # disagreeing runs are the result's runs_agree, and the reason to go on
         warnings.simplefilter("ignore", RuntimeWarning)
