@@ -137,13 +137,20 @@ class ErrorBars(NamedTuple):
 
 
 class _LatentPredictions:
-    """Class probabilities and error bars from a Gaussian latent posterior: ``latent(X)`` and ``C``."""
+    """Class probabilities and error bars from a Gaussian latent posterior: ``_latent(X)`` at validated inputs
+    (:meth:`latent` pads their rows, :func:`bayesvm._linalg.on_padded_rows`) and ``C``."""
+
+    @float64
+    def latent(self, X) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior mean and variance of theta(x) at new inputs."""
+        mean, variance = _linalg.on_padded_rows(self._latent, self._checked_inputs(X))
+        return mean, np.maximum(variance, 0.0)
 
     @float64
     def predict_proba(self, X, method: str = "averaged") -> np.ndarray:
         """P(y = +1 | x) by the named method (module docstring), shape (n_samples,)."""
         mean, variance = self.latent(X)
-        return np.asarray(predictive_probability(mean, variance, self.C, method))
+        return _linalg.on_padded_rows(lambda m, v: predictive_probability(m, v, self.C, method), mean, variance)
 
     @float64
     def error_bars(self, X) -> ErrorBars:
@@ -153,8 +160,8 @@ class _LatentPredictions:
         return ErrorBars(
             theta=mean,
             sigma=sigma,
-            p_lower=np.asarray(label_probability(mean - sigma, self.C)),
-            p_upper=np.asarray(label_probability(mean + sigma, self.C)),
+            p_lower=_linalg.on_padded_rows(lambda t: label_probability(t, self.C), mean - sigma),
+            p_upper=_linalg.on_padded_rows(lambda t: label_probability(t, self.C), mean + sigma),
         )
 
 
@@ -204,17 +211,16 @@ class Posterior(_LatentPredictions):
     def C(self) -> float:
         return float(self.fit.C)
 
-    @float64
-    def latent(self, X) -> tuple[np.ndarray, np.ndarray]:
-        """Posterior mean and variance of theta(x) at new inputs."""
-        X = np.asarray(check_inputs(X, n_features=self.fit.X.shape[1]), dtype=np.float64)
+    def _checked_inputs(self, X) -> np.ndarray:
+        return check_inputs(X, n_features=self.fit.X.shape[1])
+
+    def _latent(self, X: np.ndarray) -> tuple[Array, Array]:
         K_cross = gram_matrix(self.fit.kernel, X, np.asarray(self.fit.X, dtype=np.float64))
         K_diag = _kernel_diag(self.fit.kernel, X)
         if self.ep is not None:
-            mean, variance = ep_predict(self.ep, K_cross, K_diag)
-            return np.asarray(mean), np.maximum(np.asarray(variance), 0.0)
+            return ep_predict(self.ep, K_cross, K_diag)
         mean = K_cross @ (self.fit.solution.alpha * jnp.asarray(self.fit.y))
-        return np.asarray(mean), np.asarray(laplace_latent_variance(self.factor, K_cross, K_diag))
+        return mean, laplace_latent_variance(self.factor, K_cross, K_diag)
 
 
 @dataclass(frozen=True)
@@ -240,12 +246,11 @@ class LowRankPosterior(_LatentPredictions):
     def n_inducing(self) -> int:
         return int(self.predictor.inducing.shape[0])
 
-    @float64
-    def latent(self, X) -> tuple[np.ndarray, np.ndarray]:
-        """Posterior mean and variance of theta(x) at new inputs."""
-        X = jnp.asarray(check_inputs(X, n_features=self.predictor.inducing.shape[1]))
-        mean, variance = low_rank_predict(self.predictor, X)
-        return np.asarray(mean), np.maximum(np.asarray(variance), 0.0)
+    def _checked_inputs(self, X) -> np.ndarray:
+        return check_inputs(X, n_features=self.predictor.inducing.shape[1])
+
+    def _latent(self, X: np.ndarray) -> tuple[Array, Array]:
+        return low_rank_predict(self.predictor, X)
 
 
 class LowRankFit(NamedTuple):

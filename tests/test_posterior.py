@@ -98,3 +98,25 @@ def test_variance_matches_direct_formula_and_error_bars_bracket_the_map():
 def test_unknown_probability_method():
     with pytest.raises(ValueError, match="method must be one of"):
         predictive_probability(np.zeros(1), np.ones(1), 1.0, "platt")
+
+
+def test_predictions_at_any_number_of_inputs_are_the_rows_own_and_share_compiled_programs():
+    """The inputs' rows are padded to a fixed size before the compiled programs (one size for 1 to 64 inputs):
+    every row's prediction is what it is alone, and a second number of inputs in the same size compiles nothing."""
+    from bayesvm.evidence.ep import ep_predict
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(40, 2))
+    y = np.where(X[:, 0] + 0.4 * rng.normal(size=40) > 0, 1, -1)
+    fit = fit_map(X, y, C=2.0, kernel=RBF(0.9, 1.2, 0.5))
+    post = Posterior.from_fit(fit, "ep")
+    X_new = rng.normal(size=(9, 2))
+    together = post.predict_proba(X_new)
+    programs = gram_matrix._cache_size(), ep_predict._cache_size()
+    alone = np.concatenate([post.predict_proba(X_new[i:i + 1]) for i in range(9)])
+    np.testing.assert_allclose(together, alone, rtol=1e-12)
+    mean, var = post.latent(X_new[:5])
+    np.testing.assert_allclose(mean, post.latent(X_new)[0][:5], rtol=1e-12)
+    assert (gram_matrix._cache_size(), ep_predict._cache_size()) == programs
+    assert together.shape == (9,) and mean.shape == var.shape == (5,)
+    np.testing.assert_allclose(fit.decision_function(X_new[:5]), fit.decision_function(X_new)[:5], rtol=1e-12)

@@ -185,15 +185,16 @@ def test_an_anchor_whose_later_rounds_moved_round_eps_gaussian_reweights_like_fr
 def test_a_search_anchor_whose_first_round_agrees_low_grows_until_it_meets_a_long_reference():
     """At a hard pima point (400 rows, C 0.68, k0 42.8, k_b 38.3, length scale 6.6) an anchor's first round of
     4 runs x 128 particles x 3 moves can agree while all its runs miss the same mass (20 of 30 keys agreed, 0.6-3.5
-    nats low; here 2.4 nats, with a standard error of 0.50); the precision target (twice the check's) sends it up
-    the ladder."""
+    nats low; with the sampler's random numbers since 2026-11-29, 7 of the first 12 keys agreed, at -47.96 to
+    -46.85; key 10 at -47.96 with a standard error of 0.32); the precision target (twice the check's, 0.27) sends
+    it up the ladder."""
     from bayesvm.normalization.path import ANCHOR_ANNEALING
 
     X, y = load_dataset("pima", return_X_y=True)
     X, _, y, _ = train_test_split(X, y, train_size=400, stratify=y, random_state=3)
     x = np.log([0.68, 42.8, 38.3 / 42.8, 6.6])
     sizes = {key: ANCHOR_ANNEALING[key] for key in ("n_particles", "n_runs", "n_mcmc_steps")}
-    first, anchor = _first_round_and_anchor(X, x, sizes, key=3)
+    first, anchor = _first_round_and_anchor(X, x, sizes, key=10)
     C, kernel = float(np.exp(x[0])), RBF().replace(**kernel_hyperparameters_at(RBF(), x))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -202,7 +203,7 @@ def test_a_search_anchor_whose_first_round_agrees_low_grows_until_it_meets_a_lon
                                                    n_runs=32, n_mcmc_steps=20)
     assert first.runs_agree and reference.runs_agree
     assert first.value < reference.value - 1.0  # the first round alone is low
-    # the anchor's budget grew (here to the cap, 0.29 nats): the missed mass is found
+    # the anchor's budget grew: the missed mass is found
     assert anchor.value > first.value + 1.0
     assert abs(anchor.value - reference.value) <= max(1.0, 3.0 * np.hypot(anchor.se, reference.se))
 

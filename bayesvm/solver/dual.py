@@ -333,7 +333,8 @@ class MapSVM:
         X = check_inputs(X, n_features=self.X.shape[1])
         sv = self.support
         coef = self.alpha[sv] * self.y[sv]
-        return np.asarray(gram_matrix(self.kernel, jnp.asarray(X), jnp.asarray(self.X[sv])) @ coef)
+        # rows padded: nearby numbers of inputs share the compiled Gram matrix (_linalg.on_padded_rows)
+        return _linalg.on_padded_rows(lambda X: gram_matrix(self.kernel, X, self.X[sv]) @ coef, X)
 
     @float64
     def predict(self, X) -> np.ndarray:
