@@ -46,20 +46,22 @@ def padding_mask(n: int, size: int) -> np.ndarray:
     return np.arange(size) < n
 
 
-def unit_padding(K: Array, mask: Array) -> Array:
-    """K on the data block, the identity on the padding: blockdiag(K_data, I) (K is (..., size, size))."""
-    eye = jnp.eye(mask.shape[0], dtype=K.dtype)
-    return jnp.where(mask[:, None] & mask[None, :], K, eye)
-
-
 def _array_module(*arrays):
-    """jax.numpy where any of ``arrays`` is a tracer (the caller's transformation), NumPy otherwise.
+    """jax.numpy where any of ``arrays`` is a tracer (inside a compiled function or the caller's transformation),
+    NumPy otherwise.
 
     Padding on the host costs no compilation: called eagerly, a jax.numpy operation compiles a program of its
     own for every shape it meets, which for the padding helpers below was a few tenths of a second of a first fit
     (documentation: speed, twenty-fourth session).
     """
     return jnp if any(isinstance(a, jax.core.Tracer) for a in arrays) else np
+
+
+def unit_padding(K: Array, mask: Array) -> Array:
+    """K on the data block, the identity on the padding: blockdiag(K_data, I) (K is (..., size, size); NumPy
+    unless K is traced, :func:`_array_module`)."""
+    xp = _array_module(K)
+    return xp.where(mask[:, None] & mask[None, :], K, xp.eye(mask.shape[0], dtype=K.dtype))
 
 
 def pad_gram(K: Array, size: int) -> Array:
@@ -74,27 +76,26 @@ def pad_gram(K: Array, size: int) -> Array:
     K = xp.asarray(K)
     n = K.shape[-1]
     widths = [(0, 0)] * (K.ndim - 2) + [(0, size - n), (0, size - n)]
-    mask = padding_mask(n, size)
-    return xp.where(mask[:, None] & mask[None, :], xp.pad(K, widths), xp.eye(size, dtype=K.dtype))
+    return unit_padding(xp.pad(K, widths), padding_mask(n, size))
 
 
-def pad_vector(v: Array, size: int) -> Array:
-    """The (n,) vector v padded with zeros to (size,) (NumPy unless v is traced)."""
+def pad_vector(v: Array, size: int, fill: float = 0.0) -> Array:
+    """The (n,) vector v padded with ``fill`` to (size,) (NumPy unless v is traced)."""
     xp = _array_module(v)
-    return xp.pad(xp.asarray(v), [(0, size - v.shape[-1])])
+    return xp.pad(xp.asarray(v), [(0, size - v.shape[-1])], constant_values=fill)
 
 
 def pad_labels(y: Array, size: int) -> Array:
-    """The (n,) labels y padded with +1 to (size,): a valid label wherever the padding's site is flat or unused
-    (NumPy unless y is traced)."""
-    xp = _array_module(y)
-    return xp.pad(xp.asarray(y), [(0, size - y.shape[-1])], constant_values=1.0)
+    """The (n,) labels y padded with +1 to (size,): a valid label wherever the padding's site is flat or unused."""
+    return pad_vector(y, size, fill=1.0)
 
 
-def pad_rows(X: Array, size: int) -> np.ndarray:
-    """The (n, d) inputs X padded with zero rows to (size, d): placeholders whose kernel entries
-    :func:`unit_padding` replaces (host-side: the training inputs, NumPy)."""
-    return np.pad(np.asarray(X, dtype=np.float64), [(0, size - X.shape[0]), (0, 0)])
+def pad_rows(X, size: int) -> np.ndarray:
+    """The (n, ...) array X (host-side: training or new inputs, or one value per input) padded with zero rows
+    to (size, ...), as float64 NumPy: placeholders whose kernel entries :func:`unit_padding` replaces, or whose
+    outputs :func:`on_padded_rows` drops."""
+    X = np.asarray(X, dtype=np.float64)
+    return np.pad(X, [(0, size - X.shape[0])] + [(0, 0)] * (X.ndim - 1))
 
 
 def on_padded_rows(function, *arrays):
@@ -107,8 +108,7 @@ def on_padded_rows(function, *arrays):
     """
     m = arrays[0].shape[0]
     size = problem_size(m)
-    padded = (np.pad(np.asarray(a, dtype=np.float64), [(0, size - m)] + [(0, 0)] * (np.ndim(a) - 1)) for a in arrays)
-    return jax.tree_util.tree_map(lambda out: np.asarray(out)[:m], function(*padded))
+    return jax.tree_util.tree_map(lambda out: np.asarray(out)[:m], function(*(pad_rows(a, size) for a in arrays)))
 
 
 def buffer_size(count: int, n: int) -> int:

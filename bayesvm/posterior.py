@@ -137,32 +137,36 @@ class ErrorBars(NamedTuple):
 
 
 class _LatentPredictions:
-    """Class probabilities and error bars from a Gaussian latent posterior: ``_latent(X)`` at validated inputs
-    (:meth:`latent` pads their rows, :func:`bayesvm._linalg.on_padded_rows`) and ``C``."""
+    """Class probabilities and error bars from a Gaussian latent posterior: ``_latent(X)`` and ``C``. Every public
+    prediction pads the inputs' rows once (:func:`bayesvm._linalg.on_padded_rows`), so that nearby numbers of
+    inputs share the compiled programs, and computes at the padded rows."""
+
+    def _padded_latent(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        mean, variance = self._latent(X)
+        return np.asarray(mean), np.maximum(np.asarray(variance), 0.0)
 
     @float64
     def latent(self, X) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and variance of theta(x) at new inputs."""
-        mean, variance = _linalg.on_padded_rows(self._latent, self._checked_inputs(X))
-        return mean, np.maximum(variance, 0.0)
+        return _linalg.on_padded_rows(self._padded_latent, self._checked_inputs(X))
 
     @float64
     def predict_proba(self, X, method: str = "averaged") -> np.ndarray:
         """P(y = +1 | x) by the named method (module docstring), shape (n_samples,)."""
-        mean, variance = self.latent(X)
-        return _linalg.on_padded_rows(lambda m, v: predictive_probability(m, v, self.C, method), mean, variance)
+        return _linalg.on_padded_rows(lambda X: predictive_probability(*self._padded_latent(X), self.C, method),
+                                      self._checked_inputs(X))
 
     @float64
     def error_bars(self, X) -> ErrorBars:
         """The posterior mean of theta(x) +- sigma and P(+1) at those ends."""
-        mean, variance = self.latent(X)
-        sigma = np.sqrt(variance)
-        return ErrorBars(
-            theta=mean,
-            sigma=sigma,
-            p_lower=_linalg.on_padded_rows(lambda t: label_probability(t, self.C), mean - sigma),
-            p_upper=_linalg.on_padded_rows(lambda t: label_probability(t, self.C), mean + sigma),
-        )
+
+        def bars(X):
+            mean, variance = self._padded_latent(X)
+            sigma = np.sqrt(variance)
+            return ErrorBars(mean, sigma, label_probability(mean - sigma, self.C),
+                             label_probability(mean + sigma, self.C))
+
+        return _linalg.on_padded_rows(bars, self._checked_inputs(X))
 
 
 @dataclass(frozen=True)

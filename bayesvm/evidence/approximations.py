@@ -104,11 +104,11 @@ class Cells(NamedTuple):
     n: the number of training points (the exponent of the stand-in integral; M otherwise).
     """
 
-    base: jax.Array
+    base: np.ndarray
     offset_ratio: float
     amplitude: np.ndarray
     C: np.ndarray
-    y: jax.Array | None = None
+    y: np.ndarray | None = None
     n: int | None = None
 
     @classmethod
@@ -116,17 +116,23 @@ class Cells(NamedTuple):
         """Cells with the per-cell values as float64 arrays broadcast to one length."""
         amplitude, C = np.broadcast_arrays(np.atleast_1d(np.asarray(amplitude, dtype=np.float64)),
                                            np.atleast_1d(np.asarray(C, dtype=np.float64)))
-        base = jnp.asarray(base, dtype=jnp.float64)
+        base = np.asarray(base, dtype=np.float64)  # host-side (NumPy): the estimators factor and pad it there
         n = base.shape[0] if n is None else int(n)
-        return cls(base, float(offset_ratio), amplitude.copy(), C.copy(), None if y is None else jnp.asarray(y), n)
+        return cls(base, float(offset_ratio), amplitude.copy(), C.copy(),
+                   None if y is None else np.asarray(y, dtype=np.float64), n)
 
     @property
     def size(self) -> int:
         return int(self.C.size)
 
-    def prior(self, b: int) -> jax.Array:
+    @property
+    def unit_prior(self) -> np.ndarray:
+        """The prior covariance at unit amplitude, base + r (k_b / k0): cell b's is amplitude_b times it."""
+        return self.base + self.offset_ratio
+
+    def prior(self, b: int) -> np.ndarray:
         """Cell b's prior covariance k0 (base + r)."""
-        return self.amplitude[b] * (np.asarray(self.base) + self.offset_ratio)
+        return self.amplitude[b] * self.unit_prior
 
 
 class Estimate(NamedTuple):
@@ -165,7 +171,7 @@ def _ep_estimate(cells: Cells, sites: str, tol: float, log_z_tol: float) -> Esti
         result = converged_ep(cells.prior(0), cells.y, float(cells.C[0]), tol=tol, log_z_tol=log_z_tol)
         diagnostics = {"n_iter": np.array([int(result.n_iter)]), "ep": jax.tree_util.tree_map(lambda v: np.asarray(v)[None], result)}
         return Estimate(np.array([float(result.log_z)]), np.zeros(1), np.array([bool(result.converged)]), diagnostics)
-    base = np.asarray(cells.base) + cells.offset_ratio
+    base = cells.unit_prior
     y = cells.y if sites == "labels" else None
     log_z, converged = np.full(cells.size, np.nan), np.zeros(cells.size, bool)
     n_iter = np.zeros(cells.size, int)
@@ -226,7 +232,7 @@ class LaplaceNaive:
 
     def __call__(self, cells: Cells) -> Estimate:
         # one matrix for the whole batch: the dual on base + r with box P = C k0, then alpha = b / k0
-        base = np.asarray(cells.base) + cells.offset_ratio
+        base = cells.unit_prior
         solutions = _in_batches(lambda P: solve_dual_boxes(base, cells.y, P), cells.amplitude * cells.C)
         terms = []
         for b in range(cells.size):
@@ -248,7 +254,7 @@ class SampledNaive:
     options: dict = field(default_factory=dict)
 
     def __call__(self, cells: Cells) -> Estimate:
-        factor = prior_factor(np.asarray(cells.base) + cells.offset_ratio)
+        factor = prior_factor(cells.unit_prior)
         results = [annealed_log_naive_evidence(None, cells.y, cells.C[b], chol=np.sqrt(cells.amplitude[b]) * factor,
                                                key=self.key, **self.options) for b in range(cells.size)]
         return _from_annealing(results)
@@ -301,7 +307,7 @@ class AnnealedNormalization:
     last_resort: bool = True
 
     def __call__(self, cells: Cells) -> Estimate:
-        factor = prior_factor(np.asarray(cells.base) + cells.offset_ratio)
+        factor = prior_factor(cells.unit_prior)
         size = _linalg.problem_size(cells.n)
         options = {"max_se": target_standard_error(cells.n), "n_mcmc_steps": default_moves(cells.n),
                    "keep_particles": self.keep_particles, "move_last": False, **self.options}
@@ -349,7 +355,7 @@ class AnnealedStandInNormalization:
     options: dict = field(default_factory=dict)
 
     def __call__(self, cells: Cells) -> Estimate:
-        factor = prior_factor(np.asarray(cells.base) + cells.offset_ratio)
+        factor = prior_factor(cells.unit_prior)
         results = [annealed_log_expectation(np.sqrt(cells.amplitude[b]) * factor, mean_route_log_likelihood,
                                             args=(cells.C[b], cells.n), key=self.key, **self.options)
                    for b in range(cells.size)]

@@ -402,14 +402,14 @@ def _trimmed(result: EPResult, n: int) -> EPResult:
     """The EP result of a padded problem restricted to its first n (data) entries: sliced on the host (NumPy)
     unless the call is traced (:func:`bayesvm._linalg._array_module`), where a program of its own would compile
     for every n."""
-    xp = _linalg._array_module(result.mean)
-    p = EPPredictor(*(xp.asarray(a) for a in result.predictor))
+    result = jax.tree_util.tree_map(_linalg._array_module(result.mean).asarray, result)
+    p = result.predictor
     predictor = EPPredictor(p.alpha[:n], p.chol_positive[:n, :n], p.sqrt_positive[:n], p.negative_factor[:n, :n])
     return result._replace(
-        mean=xp.asarray(result.mean)[:n],
-        variance=xp.asarray(result.variance)[:n],
-        site_precision=xp.asarray(result.site_precision)[:n],
-        site_shift=xp.asarray(result.site_shift)[:n],
+        mean=result.mean[:n],
+        variance=result.variance[:n],
+        site_precision=result.site_precision[:n],
+        site_shift=result.site_shift[:n],
         predictor=predictor,
     )
 

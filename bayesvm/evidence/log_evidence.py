@@ -356,8 +356,8 @@ def evidences_at(data: TrainingData, C: float, kernel: Kernel, *, approximation:
         norm = _normalization_estimate(cells, normalization, n_samples, random_state, stacklevel=5)
     evidences = []
     for fit in fits:
-        naive = _naive_estimate(cells._replace(y=np.asarray(fit.y, dtype=np.float64)), approximation, determinant, random_state,
-                                stacklevel=5)
+        naive = _naive_estimate(cells._replace(y=np.asarray(fit.y, dtype=np.float64)), approximation, determinant,
+                                random_state, stacklevel=5)
         evidences.append(_evidence_at_fit(fit, naive, norm, approximation, determinant, normalization))
     return tuple(evidences)
 
