@@ -278,6 +278,8 @@ def run_search(X_train, y_train, X_test, y_test, **_) -> dict:
     n_train = X_train.shape[0]
     report = selection.report
     bounds = _search_bounds(X_train, model.C_, model.kernel_)
+    # the low-rank posterior (above 2,000 rows) fits no MAP SVM: no support vectors to count
+    n_support, n_marginal = (None, None) if model.support_ is None else (len(model.support_), len(model.marginal_))
     extra = (["bound"] if bounds else []) + ([] if report.trusted else ["untrusted"])
     return {
         "fit_s": fit_s,
@@ -295,10 +297,10 @@ def run_search(X_train, y_train, X_test, y_test, **_) -> dict:
                       for k, v in report._asdict().items()}, "trusted": bool(report.trusted)},
         "at_bound": bounds,
         "n_train": n_train,
-        "n_support": int(len(model.support_)),
-        "n_marginal": int(len(model.marginal_)),
+        "n_support": n_support,
+        "n_marginal": n_marginal,
         "flags": _flags(predicted=predicted, p_positive=p_positive, n_train=n_train,
-                        n_support=len(model.support_), n_marginal=len(model.marginal_), extra=extra),
+                        n_support=n_support, n_marginal=n_marginal, extra=extra),
         "warnings": _warning_records(caught),
     }
 
