@@ -113,7 +113,10 @@ def test_evidence_of_the_subsample_posterior_of_every_row(data):
     assert everything.selection_rows_ is None
     assert model.fit_.X.shape == X.shape
     np.testing.assert_array_equal(model.support_, everything.support_)
-    np.testing.assert_allclose(model.predict_proba(X_test), everything.predict_proba(X_test), atol=1e-7)
+    # EP on every row runs to the looser tolerance of a posterior used for its predictions alone: fewer sweeps,
+    # the same probabilities but for that tolerance's effect (about 5e-6)
+    assert int(model.posterior_.ep.n_iter) < int(everything.posterior_.ep.n_iter)
+    np.testing.assert_allclose(model.predict_proba(X_test), everything.predict_proba(X_test), atol=2e-5)
     laplace = BayesianSVC(selection_size=60, posterior="laplace", **FIXED).fit(X, y)
     assert laplace.posterior_.approximation == "laplace" and laplace.fit_.X.shape == X.shape
 
@@ -155,4 +158,5 @@ def test_more_than_two_classes_on_a_subsample(options):
     everything = BayesianSVC(selection_size=None, **fixed).fit(X, y)
     assert np.bincount(y[model.selection_rows_]).tolist() == [10, 10, 10]
     assert [fitted_rows(posterior) for posterior in model.posterior_] == [75, 75, 75]
-    np.testing.assert_allclose(model.predict_proba(X), everything.predict_proba(X), atol=1e-7)
+    # the full prior's EP on every row stops at PREDICTION_TOLERANCE, the evidence's at 1e-8
+    np.testing.assert_allclose(model.predict_proba(X), everything.predict_proba(X), atol=2e-5)
