@@ -67,9 +67,8 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
-
 import warnings
+from pathlib import Path
 
 import numpy as np
 from sklearn.model_selection import StratifiedShuffleSplit
@@ -110,6 +109,11 @@ def subsample(y, size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return np.sort(train), np.sort(test)
 
 
+#: positions in the tuple the compiled sampler returns (``bayesvm.normalization.annealing.smc_runs``): each run's
+#: ln Z and temperatures, and, summed over its runs, the mean likelihood evaluations per particle and the moves
+_LOG_Z, _STEPS, _EVALUATIONS, _MOVES = 0, 1, 4, 6
+
+
 class SamplerWork:
     """Tempered SMC's work while the context is active, counted where it is done: every call of the compiled
     sampler (``bayesvm.normalization.annealing.smc_runs``: the search's anchors, the checks' rounds and
@@ -143,15 +147,15 @@ class SamplerWork:
         """Calls of the sampler, independent runs, particles (summed over runs), temperatures (summed over runs),
         slice moves of one particle each (the annealing's and the path's at the target) and the likelihood
         evaluations inside the annealing's moves."""
-        runs = [int(np.shape(out[0])[0]) for _, out in self._annealed]
+        runs = [int(np.shape(out[_LOG_Z])[0]) for _, out in self._annealed]
         return {
             "sampler_calls": len(self._annealed),
             "runs": int(sum(runs)),
             "particles": int(sum(r * n for r, (n, _) in zip(runs, self._annealed))),
-            "temperatures": int(sum(int(np.sum(np.asarray(out[1]))) for _, out in self._annealed)),
-            # the sampler sums its moves (sweeps over all particles) and mean evaluations per particle over runs
-            "slice_moves": int(sum(n * float(out[6]) for n, out in self._annealed)) + self._target_moves,
-            "likelihood_evaluations": int(sum(n * float(out[4]) for n, out in self._annealed)),
+            "temperatures": int(sum(int(np.sum(np.asarray(out[_STEPS]))) for _, out in self._annealed)),
+            # the sampler's moves are sweeps over all n particles of a run, its evaluations means per particle
+            "slice_moves": int(sum(n * float(out[_MOVES]) for n, out in self._annealed)) + self._target_moves,
+            "likelihood_evaluations": int(sum(n * float(out[_EVALUATIONS]) for n, out in self._annealed)),
         }
 
 
