@@ -86,14 +86,14 @@ def _same_side_of_half(p: Array, mean: Array) -> Array:
 
 
 @float64
-@jit
+@jit(rarely_run=True)
 def map_probability(mean: Array, variance: Array | None, C: Array | float) -> Array:
     """Plug-in P(+1 | theta*) = sigmoid(C g(theta*)) (``variance`` is ignored)."""
     return _same_side_of_half(label_probability(mean, C), mean)
 
 
 @float64
-@jit
+@jit(rarely_run=True)
 def averaged_probability(mean: Array, variance: Array, C: Array | float) -> Array:
     """<Q(+1|theta)> / <nu(theta)> under theta ~ N(mean, variance), in closed form.
 
@@ -107,7 +107,7 @@ def averaged_probability(mean: Array, variance: Array, C: Array | float) -> Arra
 
 
 @float64
-@jit
+@jit(rarely_run=True)
 def simple_average_probability(mean: Array, variance: Array, C: Array | float) -> Array:
     """<P(+1|theta)> under theta ~ N(mean, variance), by 64-node Gauss-Hermite quadrature."""
     nodes = jnp.asarray(_HERMITE_NODES)
@@ -128,7 +128,7 @@ def predictive_probability(mean: Array, variance: Array, C: Array | float, metho
     return _PROBABILITY[method](as_float64(mean), None if variance is None else as_float64(variance), C)
 
 
-@jit
+@jit(rarely_run=True)
 def _kernel_diag(kernel, X: Array) -> Array:
     return kernel.diag(X)
 

@@ -392,7 +392,7 @@ def _site_family(sites: str, y: Array | None, C) -> SiteMoments:
     raise ValueError(f"sites must be one of {SITE_FAMILIES}; got {sites!r}")
 
 
-@jit(static_argnames=("sites",))
+@jit(static_argnames=("sites",), rarely_run=True)
 def _padded_run(K, y, mask, C, damping, max_iter, tol, log_z_tol, *, sites: str) -> EPResult:
     moments = flat_at_padding(_site_family(sites, y, C), mask)
     return run_ep(K, moments, sites == "nu", damping, max_iter, tol, log_z_tol)

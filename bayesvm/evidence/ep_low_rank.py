@@ -260,7 +260,7 @@ class WeightGaussian(NamedTuple):
 
 
 @float64
-@jit(static_argnames=("max_iter",))
+@jit(static_argnames=("max_iter",), rarely_run=True)
 def nu_weight_gaussian(prior: LowRankPrior, C: Array | float, *, mask: Array | None = None,
                        shift: Array | None = None, max_iter: int = 200) -> WeightGaussian:
     """EP's Gaussian approximation of the weights' distribution proportional to N(w; 0, I) prod_i nubar_i(v_i^T w).

@@ -107,7 +107,7 @@ def predictor_from_sites(K: Array, tau: Array, mean: Array, shift: Array, allow_
 
 
 @float64
-@jit
+@jit(rarely_run=True)
 def ep_predict(result, K_cross: Array, K_diag: Array) -> tuple[Array, Array]:
     """Approximate posterior mean and variance of theta(x*) (GPML Algorithm 3.6, eqs. 3.60-3.61).
 

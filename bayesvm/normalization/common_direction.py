@@ -88,7 +88,7 @@ class CommonDirection(NamedTuple):
 
 
 @float64
-@jit
+@jit(rarely_run=True)
 def common_direction(chol: Array, mask: Array) -> CommonDirection:
     """The split of the prior with square-root factor ``chol`` (M, M) along u = ``mask``: a = chol^+ u (least
     squares, so an eigen-factor of a singular K serves as well as a Cholesky factor), v = 1 / |a|^2,

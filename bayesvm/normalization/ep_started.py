@@ -136,7 +136,7 @@ class RoutedEstimate(NamedTuple):
 
 
 @float64
-@jit
+@jit(rarely_run=True)
 def ep_slice_guide(start: WeightGaussian, chol: Array) -> tuple[SliceGuide, Array]:
     """EP's Gaussian q(w) = N(m, S S^T) as the guide of the prior-started route's slice moves, and the factor
     chol V that carries the guide's coordinates z = V^T w to theta.

@@ -192,8 +192,8 @@ def solve_dual(
     return _finish(K, y, C, alpha, theta, n_iter, tol, max_iter, max_free)
 
 
-_ascend_jit = jit(_ascend, static_argnames=("max_iter",))
-_finish_jit = jit(_finish, static_argnames=("max_iter", "max_free"))
+_ascend_jit = jit(_ascend, static_argnames=("max_iter",), rarely_run=True)
+_finish_jit = jit(_finish, static_argnames=("max_iter", "max_free"), rarely_run=True)
 
 
 def _over_batch(fn, strategy, *batched):
