@@ -36,7 +36,12 @@ compiled in 0.8 s instead of 2.3 s and ran 80 ms a call instead of 63 (Pima,
 300 points). The programs the search runs at every step (EP with its
 gradient, the sampler, the path's reweighting) keep level 1: at level 0 a
 warm fit at 150 points took 2.4 times as long, the reweighting 18 ms a call
-instead of 5.5.
+instead of 5.5. The rarely run programs take level 0 up to 512 points
+(:data:`RARELY_RUN_MAX_ELEMENTS`; the default selects on 500 rows above
+that): at 400 points EP's posterior and the solver compiled in 0.65-0.7 s
+each instead of 2.3-2.5 s with XLA's defaults and ran 68 ms and 27 ms
+longer; at 1,000 points they would run 0.24 s and 0.5 s longer for the same
+3.6 s of compiling saved, so larger problems keep XLA's defaults.
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ import jax
 from ._precision import _traced
 
 __all__ = ["CHEAP_COMPILATION_MAX_ELEMENTS", "CPU_COMPILER_OPTIONS", "RARELY_RUN_COMPILER_OPTIONS",
-           "default_cache_directory", "enable_compilation_cache", "jit"]
+           "RARELY_RUN_MAX_ELEMENTS", "default_cache_directory", "enable_compilation_cache", "jit"]
 
 #: XLA options of the package's programs for small problems on the CPU backend (see the module docstring)
 CPU_COMPILER_OPTIONS = {"xla_backend_optimization_level": 1, "xla_cpu_use_fusion_emitters": False}
@@ -58,6 +63,8 @@ CPU_COMPILER_OPTIONS = {"xla_backend_optimization_level": 1, "xla_cpu_use_fusion
 RARELY_RUN_COMPILER_OPTIONS = {**CPU_COMPILER_OPTIONS, "xla_backend_optimization_level": 0}
 #: programs whose array arguments hold at most this many numbers each compile with CPU_COMPILER_OPTIONS
 CHEAP_COMPILATION_MAX_ELEMENTS = 4 * 128 * 256
+#: the same bound for the programs a fit runs only a few times: problems up to 512 points (see the module docstring)
+RARELY_RUN_MAX_ELEMENTS = 512 * 512
 
 #: programs that compile faster than this are not written. JAX's own default (1 s) would skip most of bayesvm's:
 #: about 75 of the 85-98 programs of a first fit are small ones (0.02-0.05 s each, about 1.5 s together), and
@@ -99,22 +106,23 @@ def jit(fun=None, /, *, rarely_run: bool = False, **options):
 
     Usable as ``@jit`` or ``@jit(static_argnames=...)``, as ``jax.jit``. ``rarely_run=True`` (a program a fit
     runs only a few times) takes :data:`RARELY_RUN_COMPILER_OPTIONS` instead (the wrapper's
-    ``small_cpu_compiler_options`` says which). The options apply where the call is a
-    program of its own on the CPU backend and none of its array arguments holds more than
-    :data:`CHEAP_COMPILATION_MAX_ELEMENTS` numbers. Inside the caller's own transformation
-    (arguments that are tracers: ``jax.jit``, ``jax.vmap``, ``jax.grad`` around a bayesvm function) the function
-    is traced into the caller's program, which JAX compiles with the caller's options (JAX accepts compiler
-    options only on the outermost ``jax.jit``).
+    ``small_cpu_compiler_options`` says which). The options apply where the call is a program of its own on the
+    CPU backend and none of its array arguments holds more than :data:`CHEAP_COMPILATION_MAX_ELEMENTS` numbers
+    (:data:`RARELY_RUN_MAX_ELEMENTS` with ``rarely_run``). Inside the caller's own transformation (arguments that
+    are tracers: ``jax.jit``, ``jax.vmap``, ``jax.grad`` around a bayesvm function) the function is traced into the
+    caller's program, which JAX compiles with the caller's options (JAX accepts compiler options only on the
+    outermost ``jax.jit``).
     """
     if fun is None:
         return functools.partial(jit, rarely_run=rarely_run, **options)
-    cheap_options = RARELY_RUN_COMPILER_OPTIONS if rarely_run else CPU_COMPILER_OPTIONS
+    cheap_options, max_elements = ((RARELY_RUN_COMPILER_OPTIONS, RARELY_RUN_MAX_ELEMENTS) if rarely_run
+                                   else (CPU_COMPILER_OPTIONS, CHEAP_COMPILATION_MAX_ELEMENTS))
     cheap = jax.jit(fun, compiler_options=cheap_options, **options)
     as_given = jax.jit(fun, **options)
 
     @functools.wraps(fun)
     def compiled(*args, **kwargs):
-        return (cheap if _cheap_to_compile(args, kwargs) else as_given)(*args, **kwargs)
+        return (cheap if _cheap_to_compile(args, kwargs, max_elements) else as_given)(*args, **kwargs)
 
     # the number of programs compiled for it so far (JAX's private count on its jitted functions, which tests read)
     compiled._cache_size = lambda: cheap._cache_size() + as_given._cache_size()
@@ -122,9 +130,10 @@ def jit(fun=None, /, *, rarely_run: bool = False, **options):
     return compiled
 
 
-def _cheap_to_compile(args, kwargs) -> bool:
-    """Whether a call with these arguments compiles with :data:`CPU_COMPILER_OPTIONS` (see :func:`jit`)."""
+def _cheap_to_compile(args, kwargs, max_elements: int = CHEAP_COMPILATION_MAX_ELEMENTS) -> bool:
+    """Whether a call with these arguments compiles with the cheaper options: on the CPU, not traced, and no array
+    argument holding more than ``max_elements`` numbers (see :func:`jit`)."""
     if jax.default_backend() != "cpu" or _traced(args, kwargs):
         return False
     sizes = (getattr(leaf, "size", 0) for leaf in jax.tree_util.tree_leaves((args, kwargs)))
-    return max(sizes, default=0) <= CHEAP_COMPILATION_MAX_ELEMENTS
+    return max(sizes, default=0) <= max_elements

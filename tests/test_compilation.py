@@ -82,6 +82,9 @@ def test_cheap_options_go_to_small_programs_of_their_own():
 def test_only_the_programs_a_fit_runs_a_few_times_compile_at_level_0():
     """Level 0 compiles about three times faster but runs the compiled loops 1.3-3x slower: it pays only for
     programs that run once or twice per fit, never for those the search runs at every step."""
+    import jax
+    import numpy as np
+
     from bayesvm import compilation, posterior
     from bayesvm.evidence import ep, ep_gradient, ep_posterior
     from bayesvm.normalization import path, smc
@@ -95,6 +98,11 @@ def test_only_the_programs_a_fit_runs_a_few_times_compile_at_level_0():
         assert program.small_cpu_compiler_options == rarely, program.__name__
     for program in (ep_gradient._padded_naive_evidences_and_gradient, smc.smc_runs, path._reweighted, path._log_f):
         assert program.small_cpu_compiler_options == compilation.CPU_COMPILER_OPTIONS, program.__name__
+    # up to the default's selection subsample of 500 points (padded to 512)
+    gram = np.zeros((512, 512))
+    assert jax.default_backend() != "cpu" or compilation._cheap_to_compile((gram,), {}, compilation.RARELY_RUN_MAX_ELEMENTS)
+    assert not compilation._cheap_to_compile((gram,), {})
+    assert not compilation._cheap_to_compile((np.zeros((513, 512)),), {}, compilation.RARELY_RUN_MAX_ELEMENTS)
 
 
 def test_a_package_function_runs_inside_the_callers_transformations():

@@ -309,6 +309,17 @@ def log_evidence(
         over the prior's m + 1 weights (:mod:`bayesvm.normalization.low_rank`),
         both O(n m^2); no MAP SVM is fitted (``fit`` is None) and the posterior
         is ``low_rank``.
+
+    Notes
+    -----
+    The default ln N(D) grows its budget until its runs agree, and its cost
+    grows much faster than n. Measured on adult rows at a selected point
+    (the 2-core development machine; the documentation's speed page): 2.2 s
+    at 400 rows and 137-204 s at 1,000 on one core, half an hour or more at
+    2,000 on two, on the full prior; with ``inducing=200`` at 2,000 rows it
+    had not finished after 25 minutes. :class:`~bayesvm.BayesianSVC`
+    therefore selects on a subsample of 500 rows above 500 (theory: "Large
+    data: selection on a subsample").
     """
     if inducing is None:
         for name, value, accepted in (("approximation", approximation, NAIVE_ESTIMATORS),
