@@ -136,15 +136,20 @@ def _first_round_and_anchor(X, x, options: dict, key: int):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         with float64_scope():
-            first = annealed_log_normalization(kernel, C, X.shape[0], X, route="product", key=key, **options)
+            # one round: the budget's own options (its ladder, the settling rule) go to the anchor alone
+            round_options = {k: v for k, v in options.items() if k not in ("ladder", "settle")}
+            first = annealed_log_normalization(kernel, C, X.shape[0], X, route="product", key=key, **round_options)
             path = AnnealedNormalization(key=key, options=options).along_path(X, RBF())
             assert path.estimate(x).anchored
     return first, path.anchors[0]
 
 
 def test_a_search_anchor_grows_its_budget_to_twice_the_checks_precision_target():
+    from bayesvm.normalization.path import ANCHOR_BUDGET
+
     X, _ = _subsample("pima", 100)
-    options = {"n_particles": 8, "n_runs": 8, "n_mcmc_steps": 1}  # a deliberately small first round
+    # a deliberately small first round, with the anchors' ladder (no settling rule)
+    options = {"n_particles": 8, "n_runs": 8, "n_mcmc_steps": 1, **ANCHOR_BUDGET}
     first, anchor = _first_round_and_anchor(X, np.log([0.8, 40.0, 1.0, 7.0]), options, key=0)
     target = 2.0 * target_standard_error(100)
     assert first.runs_agree and first.se > target  # the first round agrees, but alone it would not do
