@@ -99,10 +99,10 @@ def test_only_the_programs_a_fit_runs_a_few_times_compile_at_level_0():
     for program in (ep_gradient._padded_naive_evidences_and_gradient, smc.smc_runs, path._reweighted, path._log_f):
         assert program.small_cpu_compiler_options == compilation.CPU_COMPILER_OPTIONS, program.__name__
     # up to the default's selection subsample of 500 points (padded to 512)
-    gram = np.zeros((512, 512))
-    assert jax.default_backend() != "cpu" or compilation._cheap_to_compile((gram,), {}, compilation.RARELY_RUN_MAX_ELEMENTS)
+    gram, bound = np.zeros((512, 512)), compilation.RARELY_RUN_MAX_ELEMENTS
+    assert jax.default_backend() != "cpu" or compilation._cheap_to_compile((gram,), {}, bound)
     assert not compilation._cheap_to_compile((gram,), {})
-    assert not compilation._cheap_to_compile((np.zeros((513, 512)),), {}, compilation.RARELY_RUN_MAX_ELEMENTS)
+    assert not compilation._cheap_to_compile((np.zeros((513, 512)),), {}, bound)
 
 
 def test_a_package_function_runs_inside_the_callers_transformations():

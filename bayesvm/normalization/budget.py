@@ -85,8 +85,8 @@ class Budget(NamedTuple):
 BUDGET_LADDER = (Budget(1, 1), Budget(1, 1), Budget(1, 4), Budget(1, 4), Budget(1, 4, 0.9))
 
 #: the share of effective runs (:attr:`AnnealingResult.ess` / R) from which a budget's agreeing runs are taken on their
-#: own; below it (ln Z_r spread by more than about a third of a nat: ess ~ R exp(-s^2)) the next larger budget must confirm
-#: the value by the settling rule (at the cap, agreement is enough). Measured (documentation: normalisation,
+#: own; below it (ln Z_r spread by more than about a third of a nat: ess ~ R exp(-s^2)) the next larger budget must
+#: confirm the value by the settling rule (at the cap, agreement is enough). Measured (documentation: normalisation,
 #: "twelfth session"): at 2,000 adult rows (C 1.62, k0 26.4, k_b 92.5, length scale 14.1) the first round's 16 runs
 #: agreed with 8.1 effective runs and lay 3.1 nats below two long references that agreed with each other; at the
 #: moons fit's answer (420 rows) the check's pooled 32 runs agreed with 20.2 effective and lay 1.2-2.1 nats below
