@@ -5,9 +5,11 @@ parts of min(``--max-train``, 70%) rows), in one process, one split after the ot
 records every round that :func:`bayesvm.normalization.budget.annealed_until_runs_agree` makes (the search's
 anchors, with 4 runs a round, and the checks at its end points, with 16): its budget (particles, slice moves per
 temperature, target ESS, whether the moves go round EP's Gaussian), its seconds (the round returns once its
-runs' values are on the host), its temperatures, its value, standard error and effective runs, and whether its
-runs agree. Per split it prints the fit's seconds with the search's and the checks' share, the rounds' seconds
-by kind, and the checks' rounds one by one; the JSON holds every round. Usage::
+runs' values are on the host) and, of them, the seconds JAX spent compiling (``jax.monitoring``'s backend
+compile durations: a "warm" fit still compiles the programs the process meets for the first time), its
+temperatures, its value, standard error and effective runs, and whether its runs agree. Per split it prints the
+fit's seconds with the search's and the checks' share and its compiling, the rounds' seconds by kind, and the
+checks' rounds one by one; the JSON holds every round. Usage::
 
     python benchmarks/ladder_rounds.py --dataset pima --max-train 400 --splits 3
 """
@@ -21,6 +23,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from jax import monitoring
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -31,6 +34,19 @@ from bayesvm.datasets import load_dataset  # noqa: E402
 from bayesvm.normalization import budget  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
+
+#: programs JAX compiled in this process and their seconds, from jax.monitoring (:func:`count_compilations`)
+COMPILED = {"programs": 0, "seconds": 0.0}
+
+
+def count_compilations() -> None:
+    """Add every backend compilation of the process to :data:`COMPILED` from now on."""
+    def on_duration(event, duration, **_):
+        if event == "/jax/core/compile/backend_compile_duration":
+            COMPILED["programs"] += 1
+            COMPILED["seconds"] += duration
+
+    monitoring.register_event_duration_secs_listener(on_duration)
 
 
 class LadderRounds:
@@ -43,9 +59,10 @@ class LadderRounds:
         self._round = budget.annealed_log_expectation
 
         def recorded(chol, log_likelihood, **options):
-            started = time.perf_counter()
+            started, compiled = time.perf_counter(), COMPILED["seconds"]
             result = self._round(chol, log_likelihood, **options)
             self.rounds.append({
+                "compile_s": COMPILED["seconds"] - compiled,
                 "runs": int(result.n_runs), "particles": int(result.n_particles),
                 "moves": int(result.n_mcmc_steps), "target_ess": float(options["target_ess"]),
                 "guided": options.get("guide") is not None, "seconds": time.perf_counter() - started,
@@ -65,11 +82,13 @@ class LadderRounds:
 def fit_split(X, y, train: np.ndarray) -> dict:
     """One default fit on the training rows, with its ladder's rounds."""
     with LadderRounds() as ladder:
-        started = time.perf_counter()
+        started, compiled = time.perf_counter(), dict(COMPILED)
         model = BayesianSVC().fit(X[train], y[train])
         seconds = time.perf_counter() - started
     selection = model.selection_
-    return {"fit_s": seconds, "n_train": int(train.size), "seconds": dict(selection.seconds),
+    return {"fit_s": seconds, "compile_s": COMPILED["seconds"] - compiled["seconds"],
+            "programs_compiled": COMPILED["programs"] - compiled["programs"],
+            "n_train": int(train.size), "seconds": dict(selection.seconds),
             "counts": selection.summary_counts(), "trusted": bool(selection.report.trusted),
             "best": {k: float(v) for k, v in selection.best.items() if np.ndim(v) == 0},
             "rounds": ladder.rounds}
@@ -83,7 +102,9 @@ def summary(record: dict) -> str:
         kind = f"{r['runs']} runs, {r['moves']} moves, ESS {r['target_ess']:g}{', guided' if r['guided'] else ''}"
         kinds.setdefault(kind, []).append(r["seconds"])
     lines = [f"fit {record['fit_s']:.1f} s (search {record['seconds']['search']:.1f}, checks "
-             f"{record['seconds']['check']:.1f}); rounds {sum(r['seconds'] for r in rounds):.1f} s in {len(rounds)}"]
+             f"{record['seconds']['check']:.1f}; compiling {record['compile_s']:.1f} s, "
+             f"{record['programs_compiled']} programs); rounds {sum(r['seconds'] for r in rounds):.1f} s in "
+             f"{len(rounds)}, of which compiling {sum(r['compile_s'] for r in rounds):.1f} s"]
     lines += [f"  {len(v):3d} x {kind}: {sum(v):.1f} s" for kind, v in sorted(kinds.items())]
     lines.append("  the checks' rounds (runs > 4):")
     lines += [f"    {r['moves']:3d} moves, ESS {r['target_ess']:g}, {'guided' if r['guided'] else 'prior '}: "
@@ -102,6 +123,7 @@ def main(argv=None) -> None:
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args(argv)
     output = args.output or RESULTS / f"ladder_rounds_{args.dataset}_{args.max_train}.json"
+    count_compilations()
     X, y = load_dataset(args.dataset, return_X_y=True)
     records = []
     for i, (train, _) in enumerate(splits(X, y, args.splits, args.max_train, args.seed)):
