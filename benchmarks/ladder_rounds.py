@@ -23,10 +23,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-from jax import monitoring
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from cold_start import _jax_counter  # noqa: E402
 from selection import environment, splits  # noqa: E402
 
 from bayesvm import BayesianSVC  # noqa: E402
@@ -35,37 +35,25 @@ from bayesvm.normalization import budget  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
-#: programs JAX compiled in this process and their seconds, from jax.monitoring (:func:`count_compilations`)
-COMPILED = {"programs": 0, "seconds": 0.0}
-
-
-def count_compilations() -> None:
-    """Add every backend compilation of the process to :data:`COMPILED` from now on."""
-    def on_duration(event, duration, **_):
-        if event == "/jax/core/compile/backend_compile_duration":
-            COMPILED["programs"] += 1
-            COMPILED["seconds"] += duration
-
-    monitoring.register_event_duration_secs_listener(on_duration)
-
 
 class LadderRounds:
     """Every round of ln N(D)'s budget ladder made while the context is active (module docstring)."""
 
-    def __init__(self):
+    def __init__(self, compiled: dict):
         self.rounds: list[dict] = []
+        self.compiled = compiled  # the process's running compile counts (cold_start's ``_jax_counter``)
 
     def __enter__(self):
         self._round = budget.annealed_log_expectation
 
         def recorded(chol, log_likelihood, **options):
-            started, compiled = time.perf_counter(), COMPILED["seconds"]
+            started, compiled = time.perf_counter(), self.compiled["compile_s"]
             result = self._round(chol, log_likelihood, **options)
             self.rounds.append({
-                "compile_s": COMPILED["seconds"] - compiled,
+                "compile_s": self.compiled["compile_s"] - compiled,
                 "runs": int(result.n_runs), "particles": int(result.n_particles),
                 "moves": int(result.n_mcmc_steps), "target_ess": float(options["target_ess"]),
-                "guided": options.get("guide") is not None, "seconds": time.perf_counter() - started,
+                "guided": bool(result.guided), "seconds": time.perf_counter() - started,
                 "temperatures": float(np.mean(np.sum(np.isfinite(result.temperatures), -1) - 1)),
                 "value": float(result.value), "se": float(result.se), "effective_runs": float(result.ess),
                 "runs_agree": bool(result.runs_agree),
@@ -79,15 +67,17 @@ class LadderRounds:
         budget.annealed_log_expectation = self._round
 
 
-def fit_split(X, y, train: np.ndarray) -> dict:
-    """One default fit on the training rows, with its ladder's rounds."""
-    with LadderRounds() as ladder:
-        started, compiled = time.perf_counter(), dict(COMPILED)
+def fit_split(X, y, train: np.ndarray, compiled: dict) -> dict:
+    """One default fit on the training rows, with its ladder's rounds and what JAX compiled meanwhile (``compiled``:
+    the process's running counts)."""
+    before = dict(compiled)
+    with LadderRounds(compiled) as ladder:
+        started = time.perf_counter()
         model = BayesianSVC().fit(X[train], y[train])
         seconds = time.perf_counter() - started
     selection = model.selection_
-    return {"fit_s": seconds, "compile_s": COMPILED["seconds"] - compiled["seconds"],
-            "programs_compiled": COMPILED["programs"] - compiled["programs"],
+    return {"fit_s": seconds, "compile_s": compiled["compile_s"] - before["compile_s"],
+            "programs_compiled": compiled["compilations"] - before["compilations"],
             "n_train": int(train.size), "seconds": dict(selection.seconds),
             "counts": selection.summary_counts(), "trusted": bool(selection.report.trusted),
             "best": {k: float(v) for k, v in selection.best.items() if np.ndim(v) == 0},
@@ -123,11 +113,11 @@ def main(argv=None) -> None:
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args(argv)
     output = args.output or RESULTS / f"ladder_rounds_{args.dataset}_{args.max_train}.json"
-    count_compilations()
+    compiled = _jax_counter()
     X, y = load_dataset(args.dataset, return_X_y=True)
     records = []
     for i, (train, _) in enumerate(splits(X, y, args.splits, args.max_train, args.seed)):
-        records.append({"split": i, **fit_split(X, y, train)})
+        records.append({"split": i, **fit_split(X, y, train, compiled)})
         print(f"split {i}: " + summary(records[-1]), flush=True)
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps({"settings": {k: str(v) for k, v in vars(args).items()},
