@@ -93,10 +93,11 @@ def test_only_the_programs_a_fit_runs_a_few_times_compile_at_level_0():
     rarely = compilation.RARELY_RUN_COMPILER_OPTIONS
     assert rarely["xla_backend_optimization_level"] == 0
     assert {**rarely, "xla_backend_optimization_level": 1} == compilation.CPU_COMPILER_OPTIONS
-    for program in (dual._ascend_jit, dual._finish_jit, ep._padded_run, ep_posterior.ep_predict,
+    for program in (dual._ascend_jit, dual._finish_jit, ep._padded_nu_run, ep_posterior.ep_predict,
                     posterior.averaged_probability):
         assert program.small_cpu_compiler_options == rarely, program.__name__
-    for program in (ep_gradient._padded_naive_evidences_and_gradient, smc.smc_runs, path._reweighted, path._log_f):
+    # EP with label sites is one program for the search (every step), the checks and the posterior
+    for program in (ep._padded_label_run, ep_gradient._gram_vjp, smc.smc_runs, path._reweighted, path._log_f):
         assert program.small_cpu_compiler_options == compilation.CPU_COMPILER_OPTIONS, program.__name__
     # up to the default's selection subsample of 500 points (padded to 512)
     gram, bound = np.zeros((512, 512)), compilation.RARELY_RUN_MAX_ELEMENTS
@@ -120,9 +121,8 @@ def test_a_package_function_runs_inside_the_callers_transformations():
 
 
 def test_the_cheap_options_leave_eps_values_as_xlas_defaults_give_them(monkeypatch):
-    """EP's ln Q(D), posterior and predictor from the program compiled with the package's CPU options (a program a
-    fit runs rarely: LLVM's level 0) against the same program compiled with XLA's defaults (``jax.jit`` of the
-    undecorated function)."""
+    """EP's ln Q(D), posterior and predictor from the program compiled with the package's CPU options (LLVM's
+    level 1) against the same program compiled with XLA's defaults (``jax.jit`` of the undecorated function)."""
     import jax
     import numpy as np
 
@@ -135,7 +135,7 @@ def test_the_cheap_options_leave_eps_values_as_xlas_defaults_give_them(monkeypat
     with jax.enable_x64(True):
         K = gram_matrix(RBF(amplitude=3.0, length_scale=1.2, offset=1.0), X)
         cheap = ep.ep_log_evidence(K, y, 2.0)
-        monkeypatch.setattr(ep, "_padded_run", jax.jit(ep._padded_run.__wrapped__, static_argnames=("sites",)))
+        monkeypatch.setattr(ep, "_padded_label_run", jax.jit(ep._padded_label_run.__wrapped__))
         default = ep.ep_log_evidence(K, y, 2.0)
     assert bool(cheap.converged) and bool(default.converged)
     for a, b in zip(jax.tree_util.tree_leaves(cheap), jax.tree_util.tree_leaves(default)):
@@ -186,7 +186,7 @@ def test_a_fit_compiles_the_packages_programs_and_next_to_nothing_else():
     assert done.returncode == 0, done.stderr
     programs = [line.split("|", 2) for line in done.stdout.splitlines() if line.count("|") >= 2]
     package = {name for kind, name, _ in programs if kind == "package"}
-    assert {"smc_runs", "_padded_naive_evidences_and_gradient", "_reweighted"} <= package  # the log was read
+    assert {"smc_runs", "_padded_label_run", "_reweighted"} <= package  # the log was read
     others = [(name, shapes) for kind, name, shapes in programs if kind == "other"]
     scalar = re.compile(r"ShapedArray\(\w+\[\](, weak_type=True)?\),?")
     seeding = [(name, shapes) for name, shapes in others

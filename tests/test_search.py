@@ -80,17 +80,16 @@ def test_warm_start_reaches_the_same_fixed_point_in_fewer_sweeps():
 
 
 def test_nearby_sizes_share_the_search_programs_and_padding_changes_nothing():
-    """n = 97 and 99 both run padded to 104 points: one compilation each for EP's gradient and the path's
-    reweighting (at an anchor's own point and away from it), and the padded ln Q(D) is EP's at full tolerance
-    (``ep_log_evidence``, its own program)."""
-    from bayesvm.evidence.ep import ep_log_evidence
-    from bayesvm.evidence.ep_gradient import _padded_naive_evidences_and_gradient
+    """n = 97 and 99 both run padded to 104 points: one compilation each for EP and the path's reweighting (at an
+    anchor's own point and away from it), and the padded ln Q(D) is EP's at full tolerance (``ep_log_evidence``,
+    the same program from cold sites)."""
+    from bayesvm.evidence.ep import _padded_label_run, ep_log_evidence
     from bayesvm.normalization.path import _reweighted
 
     X, y = _subsample("breast_cancer", 99)
     x = np.log([1.0, 10.0, 1.0, 5.0])
     template = RBF()
-    before = _padded_naive_evidences_and_gradient._cache_size(), _reweighted._cache_size()
+    before = _padded_label_run._cache_size(), _reweighted._cache_size()
     with float64_scope(), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         for n in (97, 99):
@@ -102,7 +101,7 @@ def test_nearby_sizes_share_the_search_programs_and_padding_changes_nothing():
             reference = ep_log_evidence(kernel(X[:n]), y[:n], float(np.exp(x[0])), tol=1e-11)
             assert search.sites.precision.shape == (n,)
             assert abs(float(search.value) - float(reference.log_z)) < 1e-7
-    after = _padded_naive_evidences_and_gradient._cache_size(), _reweighted._cache_size()
+    after = _padded_label_run._cache_size(), _reweighted._cache_size()
     assert after[0] - before[0] <= 1 and after[1] - before[1] <= 1
 
 

@@ -28,7 +28,11 @@ expectation-propagation page of the documentation.
 Updates are parallel (all sites from the same posterior, then one Cholesky
 recomputation), damped in natural parameters and run inside
 ``jax.lax.while_loop``: everything is jit-compiled with fixed shapes and
-vmaps over batches of Gram matrices and C values.
+vmaps over batches of Gram matrices and C values. With label sites on a
+dense prior, one compiled program per padded size (:func:`padded_label_run`)
+serves every caller: the search from warm sites with the derivatives its
+gradient needs (:mod:`bayesvm.evidence.ep_gradient`), the checks at its
+answer and the posterior from cold sites with the predictor.
 
 The loop (:func:`ep_loop`). The prior enters only through the posterior
 of the prior times the Gaussian sites (:func:`posterior_from_sites` for a
@@ -63,11 +67,13 @@ converged after one iteration: EP stopped at its first, factorised guess,
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.scipy.linalg import cho_solve
 
 from .. import _linalg
 from .._precision import float64
@@ -76,6 +82,7 @@ from .ep_posterior import (  # noqa: F401  (EPPredictor and ep_predict are re-ex
     EPPredictor,
     GaussianPosterior,
     ep_predict,
+    positive_part,
     posterior_from_sites,
     predictor_from_sites,
 )
@@ -86,6 +93,7 @@ Array = jax.Array
 __all__ = [
     "EP_LOOPS",
     "EPResult",
+    "LabelEP",
     "EPBatch",
     "EPPredictor",
     "ep_log_z_batch",
@@ -392,10 +400,84 @@ def _site_family(sites: str, y: Array | None, C) -> SiteMoments:
     raise ValueError(f"sites must be one of {SITE_FAMILIES}; got {sites!r}")
 
 
-@jit(static_argnames=("sites",), rarely_run=True)
-def _padded_run(K, y, mask, C, damping, max_iter, tol, log_z_tol, *, sites: str) -> EPResult:
-    moments = flat_at_padding(_site_family(sites, y, C), mask)
-    return run_ep(K, moments, sites == "nu", damping, max_iter, tol, log_z_tol)
+class LabelEP(NamedTuple):
+    """EP for ln Q(D) (label sites) on a Gram matrix, with what the gradient of ln Z_EP needs at its fixed point.
+
+    At a fixed point ln Z_EP is stationary in the site parameters, so its derivatives hold the sites and the
+    cavities fixed (theory: "Expectation propagation"; :mod:`bayesvm.evidence.ep_gradient` applies them):
+
+    result: the run (:class:`EPResult`, its predictor included);
+    gram_cotangent: d ln Z_EP / dK = 1/2 (b b^T - R), b = shift - S mu = K^-1 mu, R = S^1/2 B^-1 S^1/2,
+      B = I + S^1/2 K S^1/2 (Rasmussen & Williams 2006, eq. 5.27, in natural parameters; zero at the padding);
+    penalty_derivative: d ln Z_EP / dC through the tilted normalisers ln Z_i(m_i, v_i; C) at the fixed
+      cavities, kappa(C) included (:func:`label_penalty_derivative`).
+    """
+
+    result: EPResult
+    gram_cotangent: Array
+    penalty_derivative: Array
+
+
+def label_penalty_derivative(post: GaussianPosterior, tau: Array, shift: Array, y: Array, C,
+                             mask: Array | None = None) -> Array:
+    """d/dC of sum_i ln Z_i(m_i, v_i; C), the label sites' tilted normalisers at the fixed cavities (m_i, v_i) of
+    the posterior ``post`` with sites (tau, shift); ``mask`` (optional, bool per entry) leaves padding out."""
+    cav = cavity(post, tau, shift)
+    cav_var = 1.0 / cav.precision
+
+    def log_z_sites(c):
+        log_z = label_tilted_moments(cav.shift * cav_var, cav_var, c, y).log_z
+        return jnp.sum(log_z if mask is None else jnp.where(mask, log_z, 0.0))
+
+    return jax.grad(log_z_sites)(C)
+
+
+@jit
+def _padded_label_run(K, y, mask, C, sites, damping, max_iter, tol, log_z_tol) -> LabelEP:
+    """EP with label sites on the padded prior K from the sites (precision, shift) (zeros: a cold start), with its
+    predictor and the derivatives of :class:`LabelEP`: the one program behind ln Q(D) by EP on the full prior, for
+    the search (warm sites, loose tolerances, the derivatives), the checks at its answer and the posterior (cold
+    sites, tight tolerances, the predictor). The derivatives cost one more solve with B's factor; sharing the
+    program saves a compilation per padded size (documentation: speed, twenty-eighth session)."""
+    moments = flat_at_padding(label_sites(y, C), mask)
+    state = ep_loop_gram(K, moments, False, damping, max_iter, tol, log_z_tol, sites)
+    tau, shift, post = state.site_precision, state.site_shift, state.posterior
+    sqrt_pos, chol, _ = positive_part(K, tau)
+    alpha = shift - tau * post.mean
+    R = sqrt_pos[:, None] * cho_solve((chol, True), jnp.diag(sqrt_pos))
+    predictor = EPPredictor(alpha, chol, sqrt_pos, jnp.zeros((0, K.shape[0]), dtype=K.dtype))
+    result = EPResult(state.log_z, post.mean, post.variance, tau, shift, state.converged, state.n_iter, predictor)
+    return LabelEP(result, 0.5 * (jnp.outer(alpha, alpha) - R), label_penalty_derivative(post, tau, shift, y, C, mask))
+
+
+def padded_label_run(K, y, mask, C, sites, damping, max_iter, tol, log_z_tol) -> LabelEP:
+    """:func:`_padded_label_run` on a problem already padded to its static size (``mask`` marks the data entries;
+    ``sites`` (precision, shift) of that size), its arguments with fixed types and K on the device
+    (:func:`_fixed_types`, :func:`_on_device`): every caller, whichever Python, NumPy or JAX values it holds,
+    shares one compiled program."""
+    y, precision, shift = (_linalg._array_module(v).asarray(v, dtype=np.float64) for v in (y, *sites))
+    C, damping, max_iter, tol, log_z_tol = _fixed_types(C, damping, max_iter, tol, log_z_tol)
+    return _padded_label_run(_on_device(K), y, mask, C, (precision, shift), damping, max_iter, tol, log_z_tol)
+
+
+def _fixed_types(C, damping, max_iter, tol, log_z_tol) -> tuple:
+    """The loop's scalars as float64 (the iteration cap as int64): a weakly typed Python scalar and a NumPy one
+    would compile a program each. NumPy on the host, jax.numpy under the caller's transformation."""
+    xp = _linalg._array_module(C, damping, max_iter, tol, log_z_tol)
+    real = partial(xp.asarray, dtype=np.float64)
+    return real(C), real(damping), xp.asarray(max_iter, dtype=np.int64), real(tol), real(log_z_tol)
+
+
+def _on_device(K):
+    """K as a device array unless it is traced: a NumPy argument and a device one (the output of another program)
+    would compile a program each."""
+    return K if _linalg._array_module(K) is jnp else jax.device_put(K)
+
+
+@jit(rarely_run=True)
+def _padded_nu_run(K, mask, C, damping, max_iter, tol, log_z_tol) -> EPResult:
+    moments = flat_at_padding(nu_sites(C), mask)
+    return run_ep(K, moments, True, damping, max_iter, tol, log_z_tol)
 
 
 def _trimmed(result: EPResult, n: int) -> EPResult:
@@ -415,16 +497,22 @@ def _trimmed(result: EPResult, n: int) -> EPResult:
 
 
 def _run_padded(K: Array, y: Array | None, C, sites: str, damping, max_iter, tol, log_z_tol) -> EPResult:
-    """EP on the problem padded to :func:`bayesvm._linalg.problem_size` (n) with flat sites, trimmed to n.
+    """EP from cold sites on the problem padded to :func:`bayesvm._linalg.problem_size` (n) with flat sites, trimmed
+    to n.
 
     The result is that of the unpadded problem (:func:`flat_at_padding`);
     problems of nearby sizes share one compiled program.
     """
     n = K.shape[-1]
     size = _linalg.problem_size(n)
-    y = None if y is None else _linalg.pad_vector(y, size)
-    result = _padded_run(_linalg.pad_gram(K, size), y, _linalg.padding_mask(n, size), C, damping, max_iter, tol,
-                         log_z_tol, sites=sites)
+    mask = _linalg.padding_mask(n, size)
+    K = _linalg.pad_gram(K, size)
+    if sites == "labels":
+        zeros = np.zeros(size)
+        result = padded_label_run(K, _linalg.pad_labels(y, size), mask, C, (zeros, zeros), damping, max_iter, tol,
+                                  log_z_tol).result
+    else:
+        result = _padded_nu_run(_on_device(K), mask, *_fixed_types(C, damping, max_iter, tol, log_z_tol))
     return _trimmed(result, n)
 
 

@@ -20,8 +20,12 @@ left. Two parts depend on the hyperparameters:
 
 The EP run itself starts from the sites of the previous point of the search
 (a warm start), which is what makes an evaluation cost a few factorisations
-rather than a cold run's dozens. k binary problems on the same inputs (one
-per class, one-vs-rest) share one K(x) and one vector-Jacobian product.
+rather than a cold run's dozens. It is the compiled program of
+:func:`bayesvm.evidence.ep.padded_label_run`, on the Gram matrix, which also
+serves the checks at the search's answer and the posterior; here K(x) is
+built, the run made for each of k binary problems on the same inputs (one per
+class, one-vs-rest), and the derivatives it returns carried to the search
+coordinates by the vector-Jacobian product of x -> K(x).
 """
 
 from __future__ import annotations
@@ -31,20 +35,18 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.linalg import cho_solve
 
 from .. import _linalg
 from .._precision import float64
-from .ep import cavity, ep_loop_gram, flat_at_padding, label_sites
-from .ep_posterior import GaussianPosterior, positive_part
-from .tilted import label_tilted_moments
+from .ep import label_penalty_derivative, padded_label_run
+from .ep_posterior import GaussianPosterior
 from ..compilation import jit
 from ..hyperparameters import kernel_at, penalty_at
 from ..kernels import Kernel
 
 Array = jax.Array
 
-__all__ = ["EPSites", "NaiveEvidenceGradient", "batched_sites", "first_problem", "summed_over_problems", "ep_naive_evidence_and_gradient",
+__all__ = ["EPSites", "NaiveEvidenceGradient", "batched_sites", "first_problem", "ep_naive_evidence_and_gradient",
            "ep_naive_evidences_and_gradient", "zero_sites"]
 
 
@@ -81,19 +83,13 @@ class NaiveEvidenceGradient(NamedTuple):
 
 def tilted_gradient(post: GaussianPosterior, tau: Array, shift: Array, y: Array, x: Array,
                     mask: Array | None = None) -> Array:
-    """d/dx of sum_i ln Z_i(m_i, v_i; C) at the fixed cavities (m_i, v_i): only x_0 = ln C moves it.
+    """d/dx of sum_i ln Z_i(m_i, v_i; C) at the fixed cavities (m_i, v_i): only x_0 = ln C moves it
+    (:func:`bayesvm.evidence.ep.label_penalty_derivative` times dC/dx_0 = C).
 
     x: the search coordinates (any length); ``mask`` (optional, bool per entry) leaves padding entries out of the sum.
     """
-    cav = cavity(post, tau, shift)
-    cav_var = 1.0 / cav.precision
-
-    def log_z_sites(c):
-        log_z = label_tilted_moments(cav.shift * cav_var, cav_var, c, y).log_z
-        return jnp.sum(log_z if mask is None else jnp.where(mask, log_z, 0.0))
-
     C = penalty_at(x)
-    return jnp.zeros_like(x).at[0].set(jax.grad(log_z_sites)(C) * C)
+    return jnp.zeros_like(x).at[0].set(label_penalty_derivative(post, tau, shift, y, C, mask) * C)
 
 
 @float64
@@ -104,36 +100,12 @@ def ep_naive_evidence_and_gradient(x: Array, X: Array, y: Array, template: Kerne
     x: the search coordinates (:mod:`bayesvm.hyperparameters`); X, y: the
     training inputs and labels in {-1, +1}; template: the kernel family;
     sites: the warm start (:func:`zero_sites` for a cold one); ``loop``: EP's damping, max_iter, tol and
-    log_z_tol, as in :func:`ep_naive_evidences_and_gradient` (see :func:`bayesvm.evidence.ep.run_ep`). The
+    log_z_tol, as in :func:`ep_naive_evidences_and_gradient` (see :func:`bayesvm.evidence.ep.ep_loop`). The
     gradient is exact at the fixed point, so it is as accurate as the sites
     are converged. The one-problem case of :func:`ep_naive_evidences_and_gradient`.
     """
     batch = ep_naive_evidences_and_gradient(x, X, np.asarray(y)[None, :], template, batched_sites([sites]), **loop)
     return first_problem(batch)
-
-
-def summed_over_problems(prior, prior_vjp, x: Array, Y: Array, sites: EPSites, solve,
-                         extra_factorizations: int) -> NaiveEvidenceGradient:
-    """Run EP on each of k problems one after the other (a scan) and apply the prior's vector-Jacobian product once.
-
-    prior: the prior's parameters at x (K(x), or a low-rank prior), ``prior_vjp`` the VJP of x -> prior;
-    ``solve(y, (precision, shift))`` -> (EP's final state, d ln Z_Gauss / d prior, the tilted part of the
-    gradient) for one problem's labels from its warm sites. Returns the per-problem values, sites, convergence and
-    sweeps, with ``extra_factorizations`` per problem beyond its sweeps, and the gradient of the summed ln Q(D).
-    """
-
-    def problem(summed, inputs):
-        y, precision, shift = inputs
-        state, prior_cotangent, tilted = solve(y, (precision, shift))
-        summed = (jax.tree_util.tree_map(jnp.add, summed[0], prior_cotangent), summed[1] + tilted)
-        return summed, (state.log_z, EPSites(state.site_precision, state.site_shift), state.converged, state.n_iter)
-
-    zero = (jax.tree_util.tree_map(jnp.zeros_like, prior), jnp.zeros_like(x))
-    (cotangent, tilted), (log_z, new_sites, converged, n_iter) = jax.lax.scan(
-        problem, zero, (Y, sites.precision, sites.shift))
-    (grad_prior,) = prior_vjp(cotangent)
-    return NaiveEvidenceGradient(value=log_z, gradient=grad_prior + tilted, sites=new_sites, converged=converged,
-                                 n_iter=n_iter, n_factorizations=n_iter + extra_factorizations)
 
 
 def batched_sites(sites: list[EPSites]) -> EPSites:
@@ -163,41 +135,52 @@ def ep_naive_evidences_and_gradient(
     """EP's ln Q(D_c) of k binary problems on the same inputs, and the gradient of their sum sum_c ln Q(D_c).
 
     Y: (k, n) labels in {-1, +1}; sites: their warm starts as (k, n) arrays (:func:`batched_sites`). K(x) is
-    built once and its vector-Jacobian product applied once, to the summed d ln Z / dK of the k problems; the
-    problems run one after the other (a scan: one n x n posterior in memory at a time). Returns value, sites,
-    converged, n_iter and n_factorizations per problem and the summed gradient. The problem is padded to
+    built once; each problem runs EP on it from its sites (:func:`bayesvm.evidence.ep.padded_label_run`, one
+    after the other: one n x n posterior in memory at a time), and each run's d ln Z / dK is carried to the
+    coordinates by the vector-Jacobian product of x -> K(x), its d ln Z / dC by C = exp(x_0). Returns value,
+    sites, converged, n_iter and n_factorizations per problem and the summed gradient. The problem is padded to
     :func:`bayesvm._linalg.problem_size` (n) with flat sites (:func:`bayesvm.evidence.ep.flat_at_padding`),
-    which changes neither the values nor the gradient, so that nearby n share one compiled program; the returned
-    sites are the n data entries'.
+    which changes neither the values nor the gradient, so that nearby n share one compiled program (the same
+    one as EP at full tolerance, :func:`bayesvm.evidence.ep.ep_log_evidence`); the returned sites are the n
+    data entries'.
     """
-    X = jnp.asarray(X, dtype=jnp.float64)
+    X = np.asarray(X, dtype=np.float64)
+    x = np.asarray(x, dtype=np.float64)
     n = X.shape[0]
     size = _linalg.problem_size(n)
     mask = _linalg.padding_mask(n, size)
-    # padded in NumPy: labels +1 and flat (zero) sites at the padding
-    Y = np.pad(np.asarray(Y, dtype=np.float64), [(0, 0), (0, size - n)], constant_values=1.0)
-    padded_sites = EPSites(*(np.pad(np.asarray(s, dtype=np.float64), [(0, 0), (0, size - n)]) for s in sites))
-    result = _padded_naive_evidences_and_gradient(
-        jnp.asarray(x, dtype=X.dtype), _linalg.pad_rows(X, size), Y, mask, template, padded_sites,
-        damping, max_iter, tol, log_z_tol,
+    X = _linalg.pad_rows(X, size)
+    K = _padded_gram(x, X, mask, template)
+    C = float(np.exp(x[0]))
+    runs = [padded_label_run(K, _linalg.pad_labels(np.asarray(y, dtype=np.float64), size), mask, C,
+                             (_linalg.pad_vector(np.asarray(p, dtype=np.float64), size),
+                              _linalg.pad_vector(np.asarray(h, dtype=np.float64), size)),
+                             damping, max_iter, tol, log_z_tol)
+            for y, p, h in zip(np.asarray(Y, dtype=np.float64), sites.precision, sites.shift)]
+    # the derivatives summed over the problems (host-side: no program for a sum), carried to the coordinates
+    gradient = sum(np.asarray(_gram_vjp(x, X, mask, template, run.gram_cotangent)) for run in runs)
+    gradient[0] += C * sum(float(run.penalty_derivative) for run in runs)
+    results = [run.result for run in runs]
+    return NaiveEvidenceGradient(
+        value=np.array([float(r.log_z) for r in results]), gradient=gradient,
+        sites=EPSites(*(np.stack([np.asarray(getattr(r, f))[:n] for r in results])
+                        for f in ("site_precision", "site_shift"))),
+        converged=np.array([bool(r.converged) for r in results]),
+        n_iter=np.array([int(r.n_iter) for r in results]),
+        # per sweep one factorisation of B; besides them the posterior of the starting sites and B's final factor
+        n_factorizations=np.array([int(r.n_iter) + 2 for r in results]),
     )
-    return result._replace(sites=EPSites(*(np.asarray(s)[:, :n] for s in result.sites)))
+
+
+def _gram(x, X, mask, template: Kernel) -> Array:
+    """K(x) on the padded inputs: the template's kernel at the coordinates x on the data block, I on the padding."""
+    return _linalg.unit_padding(kernel_at(template, x)(X), mask)
+
+
+_padded_gram = jit(_gram)
 
 
 @jit
-def _padded_naive_evidences_and_gradient(x, X, Y, mask, template, sites, damping, max_iter, tol, log_z_tol):
-    """:func:`ep_naive_evidences_and_gradient` on inputs padded to a static size, with the 0/1 data ``mask``."""
-    K, gram_vjp = jax.vjp(lambda x: _linalg.unit_padding(kernel_at(template, x)(X), mask), x)
-    C = penalty_at(x)
-
-    def solve(y, start):
-        state = ep_loop_gram(K, flat_at_padding(label_sites(y, C), mask), False, damping, max_iter, tol, log_z_tol,
-                             start)
-        tau, shift, post = state.site_precision, state.site_shift, state.posterior
-        # Gaussian part: d ln Z / dK = 1/2 (b b^T - R)
-        sqrt_pos, chol, _ = positive_part(K, tau)
-        b = shift - tau * post.mean
-        R = sqrt_pos[:, None] * cho_solve((chol, True), jnp.diag(sqrt_pos))
-        return state, 0.5 * (jnp.outer(b, b) - R), tilted_gradient(post, tau, shift, y, x, mask)
-
-    return summed_over_problems(K, gram_vjp, x, Y, sites, solve, extra_factorizations=2)
+def _gram_vjp(x, X, mask, template: Kernel, cotangent) -> Array:
+    """The vector-Jacobian product of x -> K(x) (:func:`_gram`) with ``cotangent`` (d ln Z / dK): d ln Z / dx."""
+    return jax.vjp(lambda x: _gram(x, X, mask, template), x)[1](cotangent)[0]

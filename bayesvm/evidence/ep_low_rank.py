@@ -80,8 +80,7 @@ from jax.scipy.linalg import cho_solve, solve_triangular
 from .._precision import float64
 from .ep import ep_loop, flat_at_padding, label_sites, nu_sites, shifted_sites
 from .ep_posterior import GaussianPosterior
-from .ep_gradient import (EPSites, NaiveEvidenceGradient, batched_sites, first_problem, summed_over_problems,
-                          tilted_gradient)
+from .ep_gradient import EPSites, NaiveEvidenceGradient, batched_sites, first_problem, tilted_gradient
 from ..compilation import jit
 from ..hyperparameters import kernel_at, penalty_at
 from ..kernels import Kernel
@@ -212,7 +211,31 @@ def low_rank_naive_evidences_and_gradient(
         tau, shift, post = state.site_precision, state.site_shift, state.posterior
         return state, jax.grad(_gaussian_log_z)(prior, tau, shift), tilted_gradient(post, tau, shift, y, x)
 
-    return summed_over_problems(prior, prior_vjp, x, Y, sites, solve, extra_factorizations=3)
+    return _summed_over_problems(prior, prior_vjp, x, Y, sites, solve, extra_factorizations=3)
+
+
+def _summed_over_problems(prior, prior_vjp, x: Array, Y: Array, sites: EPSites, solve,
+                         extra_factorizations: int) -> NaiveEvidenceGradient:
+    """Run EP on each of k problems one after the other (a scan) and apply the prior's vector-Jacobian product once.
+
+    prior: the low-rank prior's parameters at x, ``prior_vjp`` the VJP of x -> prior;
+    ``solve(y, (precision, shift))`` -> (EP's final state, d ln Z_Gauss / d prior, the tilted part of the
+    gradient) for one problem's labels from its warm sites. Returns the per-problem values, sites, convergence and
+    sweeps, with ``extra_factorizations`` per problem beyond its sweeps, and the gradient of the summed ln Q(D).
+    """
+
+    def problem(summed, inputs):
+        y, precision, shift = inputs
+        state, prior_cotangent, tilted = solve(y, (precision, shift))
+        summed = (jax.tree_util.tree_map(jnp.add, summed[0], prior_cotangent), summed[1] + tilted)
+        return summed, (state.log_z, EPSites(state.site_precision, state.site_shift), state.converged, state.n_iter)
+
+    zero = (jax.tree_util.tree_map(jnp.zeros_like, prior), jnp.zeros_like(x))
+    (cotangent, tilted), (log_z, new_sites, converged, n_iter) = jax.lax.scan(
+        problem, zero, (Y, sites.precision, sites.shift))
+    (grad_prior,) = prior_vjp(cotangent)
+    return NaiveEvidenceGradient(value=log_z, gradient=grad_prior + tilted, sites=new_sites, converged=converged,
+                                 n_iter=n_iter, n_factorizations=n_iter + extra_factorizations)
 
 
 class LowRankEPPredictor(NamedTuple):
