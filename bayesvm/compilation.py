@@ -51,6 +51,7 @@ import os
 from pathlib import Path
 
 import jax
+import numpy as np
 
 from ._precision import _traced
 
@@ -122,12 +123,25 @@ def jit(fun=None, /, *, rarely_run: bool = False, **options):
 
     @functools.wraps(fun)
     def compiled(*args, **kwargs):
-        return (cheap if _cheap_to_compile(args, kwargs, max_elements) else as_given)(*args, **kwargs)
+        program = cheap if _cheap_to_compile(args, kwargs, max_elements) else as_given
+        return program(*_on_device(args), **_on_device(kwargs))
 
     # the number of programs compiled for it so far (JAX's private count on its jitted functions, which tests read)
     compiled._cache_size = lambda: cheap._cache_size() + as_given._cache_size()
     compiled.small_cpu_compiler_options = cheap_options
     return compiled
+
+
+def _on_device(tree):
+    """``tree`` with its NumPy arrays and scalars put on the device (JAX's ``device_put``), everything else as it is.
+
+    ``jax.jit`` keeps one compiled program per kind of argument as well as per shape and type: a NumPy array and a
+    device array (another program's output) of the same shape compile a program each. The package's host-side code
+    passes both where a value comes now from NumPy and now from a program: EP's program took the checks' Gram
+    matrix from NumPy and the search's from the program that builds it, and compiled twice (documentation: speed,
+    twenty-eighth session). The transfer is the one jit makes for a NumPy argument anyway."""
+    return jax.tree_util.tree_map(lambda leaf: jax.device_put(leaf) if isinstance(leaf, (np.ndarray, np.generic))
+                                  else leaf, tree)
 
 
 def _cheap_to_compile(args, kwargs, max_elements: int = CHEAP_COMPILATION_MAX_ELEMENTS) -> bool:

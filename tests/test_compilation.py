@@ -106,6 +106,29 @@ def test_only_the_programs_a_fit_runs_a_few_times_compile_at_level_0():
     assert not compilation._cheap_to_compile((np.zeros((513, 512)),), {}, bound)
 
 
+def test_numpy_and_device_arguments_share_one_program():
+    """jax.jit compiles a NumPy argument and a device array of the same shape as two programs; the package's jit
+    puts NumPy arguments on the device first, so they share one."""
+    import jax
+    import numpy as np
+
+    from bayesvm.compilation import jit
+
+    @jit
+    def double(a, b):
+        return 2.0 * a + b
+
+    host = np.arange(6.0).reshape(2, 3)
+    with jax.enable_x64(True):
+        expected = np.asarray(double(host, np.float64(1.0)))
+        again = double(jax.device_put(host), jax.device_put(np.float64(1.0)))
+        plain = jax.jit(lambda a, b: 2.0 * a + b)  # a function of its own: jax.jit of the same one shares its cache
+        plain(host, np.float64(1.0)), plain(jax.device_put(host), jax.device_put(np.float64(1.0)))
+    assert np.array_equal(np.asarray(again), expected) and np.array_equal(expected, 2.0 * host + 1.0)
+    assert double._cache_size() == 1
+    assert plain._cache_size() == 2  # what the wrapper avoids
+
+
 def test_a_package_function_runs_inside_the_callers_transformations():
     import jax
     import numpy as np

@@ -452,12 +452,11 @@ def _padded_label_run(K, y, mask, C, sites, damping, max_iter, tol, log_z_tol) -
 
 def padded_label_run(K, y, mask, C, sites, damping, max_iter, tol, log_z_tol) -> LabelEP:
     """:func:`_padded_label_run` on a problem already padded to its static size (``mask`` marks the data entries;
-    ``sites`` (precision, shift) of that size), its arguments with fixed types and K on the device
-    (:func:`_fixed_types`, :func:`_on_device`): every caller, whichever Python, NumPy or JAX values it holds,
-    shares one compiled program."""
+    ``sites`` (precision, shift) of that size), its arguments with fixed types (:func:`_fixed_types`): every
+    caller, whichever Python, NumPy or JAX values it holds, shares one compiled program."""
     y, precision, shift = (_linalg._array_module(v).asarray(v, dtype=np.float64) for v in (y, *sites))
     C, damping, max_iter, tol, log_z_tol = _fixed_types(C, damping, max_iter, tol, log_z_tol)
-    return _padded_label_run(_on_device(K), y, mask, C, (precision, shift), damping, max_iter, tol, log_z_tol)
+    return _padded_label_run(K, y, mask, C, (precision, shift), damping, max_iter, tol, log_z_tol)
 
 
 def _fixed_types(C, damping, max_iter, tol, log_z_tol) -> tuple:
@@ -466,12 +465,6 @@ def _fixed_types(C, damping, max_iter, tol, log_z_tol) -> tuple:
     xp = _linalg._array_module(C, damping, max_iter, tol, log_z_tol)
     real = partial(xp.asarray, dtype=np.float64)
     return real(C), real(damping), xp.asarray(max_iter, dtype=np.int64), real(tol), real(log_z_tol)
-
-
-def _on_device(K):
-    """K as a device array unless it is traced: a NumPy argument and a device one (the output of another program)
-    would compile a program each."""
-    return K if _linalg._array_module(K) is jnp else jax.device_put(K)
 
 
 @jit(rarely_run=True)
@@ -512,7 +505,7 @@ def _run_padded(K: Array, y: Array | None, C, sites: str, damping, max_iter, tol
         result = padded_label_run(K, _linalg.pad_labels(y, size), mask, C, (zeros, zeros), damping, max_iter, tol,
                                   log_z_tol).result
     else:
-        result = _padded_nu_run(_on_device(K), mask, *_fixed_types(C, damping, max_iter, tol, log_z_tol))
+        result = _padded_nu_run(K, mask, *_fixed_types(C, damping, max_iter, tol, log_z_tol))
     return _trimmed(result, n)
 
 
