@@ -112,7 +112,8 @@ def jit(fun=None, /, *, rarely_run: bool = False, **options):
     (:data:`RARELY_RUN_MAX_ELEMENTS` with ``rarely_run``). Inside the caller's own transformation (arguments that
     are tracers: ``jax.jit``, ``jax.vmap``, ``jax.grad`` around a bayesvm function) the function is traced into the
     caller's program, which JAX compiles with the caller's options (JAX accepts compiler options only on the
-    outermost ``jax.jit``).
+    outermost ``jax.jit``). NumPy arguments are put on the device before the call (:func:`_on_device`), so that a
+    NumPy array and a device array of the same shape share one program.
     """
     if fun is None:
         return functools.partial(jit, rarely_run=rarely_run, **options)
