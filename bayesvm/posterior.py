@@ -63,7 +63,7 @@ __all__ = [
 PROBABILITY_METHODS = ("averaged", "map", "simple")
 APPROXIMATIONS = ("laplace", "ep")
 _HERMITE_NODES, _HERMITE_WEIGHTS = np.polynomial.hermite.hermgauss(64)
-#: EP's site tolerance (:func:`bayesvm.evidence.ep.run_ep`'s ``tol``) for a posterior fitted for its predictions
+#: EP's site tolerance (:func:`bayesvm.evidence.ep_loop.run_ep`'s ``tol``) for a posterior fitted for its predictions
 #: alone, whose ln Q(D) is not reported (every row after a selection on a subsample, :func:`posteriors_at`): EP
 #: converges linearly, about eleven sweeps per decade of the tolerance, and at 1e-4 instead of the evidence's 1e-8
 #: the class probabilities moved by at most 5.1e-6 and the error bars by 3.1e-5 in half the sweeps (adult at 1,000 and

@@ -406,7 +406,7 @@ def test_problem_sizes_cover_n_with_bounded_padding():
 def test_padding_to_the_compiled_size_changes_nothing():
     # The entry points pad n to a shared compiled size (here 65 -> 72) with flat sites under a
     # unit-variance prior block. Reference: EP's own loop on the unpadded problem.
-    from bayesvm.evidence.ep import label_sites, nu_sites, run_ep
+    from bayesvm.evidence.ep_loop import label_sites, nu_sites, run_ep
 
     K, X = rbf_gram(65, 3.0, seed=21)
     y = np.where(X[:, 0] > 0, 1.0, -1.0)

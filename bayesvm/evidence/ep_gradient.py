@@ -100,7 +100,7 @@ def ep_naive_evidence_and_gradient(x: Array, X: Array, y: Array, template: Kerne
     x: the search coordinates (:mod:`bayesvm.hyperparameters`); X, y: the
     training inputs and labels in {-1, +1}; template: the kernel family;
     sites: the warm start (:func:`zero_sites` for a cold one); ``loop``: EP's damping, max_iter, tol and
-    log_z_tol, as in :func:`ep_naive_evidences_and_gradient` (see :func:`bayesvm.evidence.ep.ep_loop`). The
+    log_z_tol, as in :func:`ep_naive_evidences_and_gradient` (see :func:`bayesvm.evidence.ep_loop.ep_loop`). The
     gradient is exact at the fixed point, so it is as accurate as the sites
     are converged. The one-problem case of :func:`ep_naive_evidences_and_gradient`.
     """
@@ -136,10 +136,10 @@ def ep_naive_evidences_and_gradient(
 
     Y: (k, n) labels in {-1, +1}; sites: their warm starts as (k, n) arrays (:func:`batched_sites`). K(x) is
     built once; each problem runs EP on it from its sites (:func:`bayesvm.evidence.ep.padded_label_run`, one
-    after the other: one n x n posterior in memory at a time), and each run's d ln Z / dK is carried to the
-    coordinates by the vector-Jacobian product of x -> K(x), its d ln Z / dC by C = exp(x_0). Returns value,
+    after the other), and the runs' summed d ln Z / dK is carried to the coordinates by one vector-Jacobian
+    product of x -> K(x), their d ln Z / dC by C = exp(x_0). Returns value,
     sites, converged, n_iter and n_factorizations per problem and the summed gradient. The problem is padded to
-    :func:`bayesvm._linalg.problem_size` (n) with flat sites (:func:`bayesvm.evidence.ep.flat_at_padding`),
+    :func:`bayesvm._linalg.problem_size` (n) with flat sites (:func:`bayesvm.evidence.ep_loop.flat_at_padding`),
     which changes neither the values nor the gradient, so that nearby n share one compiled program (the same
     one as EP at full tolerance, :func:`bayesvm.evidence.ep.ep_log_evidence`); the returned sites are the n
     data entries'.
@@ -157,8 +157,10 @@ def ep_naive_evidences_and_gradient(
                               _linalg.pad_vector(np.asarray(h, dtype=np.float64), size)),
                              damping, max_iter, tol, log_z_tol)
             for y, p, h in zip(np.asarray(Y, dtype=np.float64), sites.precision, sites.shift)]
-    # the derivatives summed over the problems (host-side: no program for a sum), carried to the coordinates
-    gradient = sum(np.asarray(_gram_vjp(x, X, mask, template, run.gram_cotangent)) for run in runs)
+    # the derivatives summed over the problems (on the host: no program for a sum), carried to the coordinates by
+    # one vector-Jacobian product (linear in its cotangent)
+    cotangent = sum(np.asarray(run.gram_cotangent) for run in runs)
+    gradient = np.array(_gram_vjp(x, X, mask, template, cotangent))
     gradient[0] += C * sum(float(run.penalty_derivative) for run in runs)
     results = [run.result for run in runs]
     return NaiveEvidenceGradient(

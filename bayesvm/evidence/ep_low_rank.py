@@ -34,7 +34,7 @@ and by the matrix determinant lemma
 
 Each is O(n r^2 + r^3); nothing n x n is formed. Where the posterior is
 improper the Cholesky factor or a logarithm is NaN, which is what
-:func:`bayesvm.evidence.ep.ep_loop` tests for: its damped parallel updates, step
+:func:`bayesvm.evidence.ep_loop.ep_loop` tests for: its damped parallel updates, step
 control and convergence tests are used unchanged (labels' site precisions
 are never negative, so 1 + d tau >= 1 there).
 
@@ -78,7 +78,7 @@ import numpy as np
 from jax.scipy.linalg import cho_solve, solve_triangular
 
 from .._precision import float64
-from .ep import ep_loop, flat_at_padding, label_sites, nu_sites, shifted_sites
+from .ep_loop import ep_loop, flat_at_padding, label_sites, nu_sites, shifted_sites
 from .ep_posterior import GaussianPosterior
 from .ep_gradient import EPSites, NaiveEvidenceGradient, batched_sites, first_problem, tilted_gradient
 from ..compilation import jit
