@@ -14,6 +14,8 @@ from .comparison import compare_calibration
 from .compilation import enable_compilation_cache
 from .estimator import BayesianSVC
 from .coupling import couple_one_vs_rest
+from .exceptions import (BayesvmWarning, ConvergenceWarning, EvidenceBudgetWarning, LowRankWarning,
+                         SubsampleWarning, UntrustedEvidenceWarning)
 from .evidence.log_evidence import Evidence, OneVsRestEvidence, log_evidence, log_evidence_one_vs_rest, log_normalization
 from .kernels import RBF, Exponential, Linear, Polynomial, make_kernel
 from .posterior import ErrorBars, Posterior
@@ -38,6 +40,12 @@ __all__ = [
     "Grid",
     "GridEdgeWarning",
     "DegenerateSelectionWarning",
+    "BayesvmWarning",
+    "UntrustedEvidenceWarning",
+    "EvidenceBudgetWarning",
+    "SubsampleWarning",
+    "LowRankWarning",
+    "ConvergenceWarning",
     "log_evidence",
     "log_normalization",
     "Evidence",
