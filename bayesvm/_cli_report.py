@@ -187,9 +187,9 @@ def _search_rows(selection) -> list[tuple[str, str]]:
     checks = "passed" if report.trusted else "FAILED (see the warnings)"
     return [
         ("search", f"{work['starts']} starts, {work['evaluations']} evaluations, {work['ep_sweeps']} EP sweeps, "
-                   f"{work['factorizations']} factorisations, {work['anchors']} tempered-SMC anchors"
-                   + (f" ({work['stopped_anchors']} stopped early, their points worse than the climb's best)"
-                      if work["stopped_anchors"] else "")
+                   f"{work['factorizations']} factorisations, {work['anchors']} tempered-SMC anchors "
+                   f"({work['normalization_evaluations_search']:,} likelihood evaluations; the checks "
+                   f"{work['normalization_evaluations_check']:,})"
                    + (f", {work['refinements']} refinements of its ln N(D) path" if work["refinements"] else "")),
         ("search's ln N(D) at the answer", f"{report.search_log_normalization:.3f} (fresh tempered SMC: "
                                            f"{report.reference_log_normalization:.3f} +- {report.reference_se:.3f})"),

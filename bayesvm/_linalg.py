@@ -173,3 +173,13 @@ def psd_factor(A) -> np.ndarray:
             f"matrix is not positive semi-definite (eigenvalues from {eigenvalues[0]:.3g} to {eigenvalues[-1]:.3g})"
         )
     return vectors * np.sqrt(np.clip(eigenvalues, 0.0, None))
+
+
+def distinct_rows(X) -> tuple[np.ndarray, np.ndarray]:
+    """The first row of each distinct row of X (n, ...), in order of first appearance, and how many rows equal it:
+    ``(index, counts)`` with X[index] the distinct rows and sum(counts) = n. Rows that are equal share one latent
+    theta under any kernel, so a likelihood over them collapses exactly onto the distinct rows with multiplicities."""
+    X = np.asarray(X)
+    _, first, counts = np.unique(X.reshape(X.shape[0], -1), axis=0, return_index=True, return_counts=True)
+    order = np.argsort(first)
+    return first[order], counts[order]

@@ -54,6 +54,7 @@ from .kernels import make_kernel
 from .posterior import APPROXIMATIONS as POSTERIORS
 from .posterior import PROBABILITY_METHODS, ErrorBars, Posterior, posteriors_at
 from .selection.search_priors import prior_for
+from .normalization.budget import EvidenceBudget
 from .selection.select import select_for
 from .selection.subsample import selection_subset
 
@@ -107,6 +108,11 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         one-vs-rest log-odds), ``"kl"`` (Zadrozny 2001) or ``"normalize"``.
     ard : one length scale per feature, selected by the evidence; rbf and exponential kernels only
         (``length_scale`` must then be None; ``length_scale_`` is an array of one length scale per feature).
+    evidence_budget : a positive number (default 1) scaling the fixed work of every ln N(D) estimate of the fit
+        (:class:`bayesvm.normalization.budget.EvidenceBudget`): the fit's cost has a ceiling known before it
+        starts. Where the budget runs out before ln N(D)'s runs agree, the fit still returns its answer, with a
+        wider error on ln P(D) and a :class:`bayesvm.EvidenceBudgetWarning`; :meth:`certify_evidence` then
+        re-estimates ln P(D) at the chosen hyperparameters with more work.
 
     Attributes
     ----------
@@ -145,11 +151,12 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         "coupling": [StrOptions(set(COUPLINGS))],
         "ard": ["boolean"],
         "selection_size": [StrOptions({"auto"}), Interval(Integral, 2, None, closed="left"), None],
+        "evidence_budget": [Interval(Real, 0, None, closed="neither")],
     }
 
     def __init__(self, kernel="rbf", C=None, amplitude=None, length_scale=None, offset=None, posterior="ep",
                  probability="averaged", n_inducing="auto", random_state=0, multiclass="shared", coupling="odds",
-                 ard=False, selection_size="auto"):
+                 ard=False, selection_size="auto", evidence_budget=1.0):
         self.kernel = kernel
         self.C = C
         self.amplitude = amplitude
@@ -163,6 +170,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self.coupling = coupling
         self.ard = ard
         self.selection_size = selection_size
+        self.evidence_budget = evidence_budget
 
     @float64
     @_fit_context(prefer_skip_nested_validation=True)
@@ -204,14 +212,42 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     def _evidence_and_selection(self, data: TrainingData, template, fixed: dict, seed: int, inducing):
         """The evidence at the fixed hyperparameters, or at those the search selects (with its selection)."""
         if len(fixed) < 3 + (template.shape_parameter is not None):
-            selection = select_for(data, template, grid=fixed, random_state=seed, inducing=inducing)
+            selection = select_for(data, template, grid=fixed, random_state=seed, inducing=inducing,
+                                   budget=EvidenceBudget(float(self.evidence_budget)))
             return selection.evidence, selection
         kernel = check_kernel(template.replace(amplitude=float(self.amplitude), offset=float(self.offset),
                                                **({template.shape_parameter: float(self.length_scale)}
                                                   if template.shape_parameter else {})), data.X.shape[1])
         evidence = one_vs_rest_evidence(data, check_positive(self.C, "C"), kernel, random_state=seed,
-                                        inducing=inducing)
+                                        inducing=inducing, budget=EvidenceBudget(float(self.evidence_budget)))
         return (evidence.problems[0] if len(evidence.problems) == 1 else evidence), None
+
+    @float64
+    def certify_evidence(self, budget: float = 4.0):
+        """Re-estimate ln P(D) at the fitted hyperparameters with ``budget`` times the fit's ln N(D) work, and keep it.
+
+        A fresh tempered-SMC ln N(D) (new random numbers: the seed folded with the budget) at
+        ``budget * evidence_budget`` (:class:`bayesvm.normalization.budget.EvidenceBudget`), and EP's ln Q(D) at full
+        tolerance, on the rows the selection used. Replaces ``evidence_``, ``log_evidence_`` and
+        ``log_evidence_se_``; the hyperparameters and the posterior stay as they are. Warns with
+        :class:`bayesvm.EvidenceBudgetWarning` where even this budget leaves the runs disagreeing. Returns the new
+        evidence. Not for ``multiclass="per_class"`` (one evidence per class: fit each class's problem on its own).
+        """
+        check_is_fitted(self)
+        if not (isinstance(budget, Real) and np.isfinite(budget) and budget > 0):
+            raise ValueError(f"budget must be a positive number (a multiple of the fit's ln N(D) work); got {budget!r}")
+        if isinstance(self.evidence_, OneVsRestEvidence) and not self.evidence_.shared_normalization:
+            raise ValueError("certify_evidence needs one shared ln N(D); with multiclass='per_class' each class has its "
+                             "own: fit BayesianSVC on each one-vs-rest problem to certify it")
+        data, inducing = self._training
+        kernel, C = (self.kernel_[0], float(self.C_[0])) if isinstance(self.kernel_, tuple) else (self.kernel_, self.C_)
+        seed = hash((self._seed(), float(budget))) % (2**31 - 1)
+        evidence = one_vs_rest_evidence(data, float(C), kernel, random_state=seed, inducing=inducing,
+                                        budget=EvidenceBudget(float(budget) * float(self.evidence_budget)))
+        self.evidence_ = evidence.problems[0] if len(evidence.problems) == 1 else evidence
+        self.log_evidence_ = float(self.evidence_.total)
+        self.log_evidence_se_ = float(self.evidence_.total_se)
+        return self.evidence_
 
     def _seed(self) -> int:
         if isinstance(self.random_state, (int, np.integer)):

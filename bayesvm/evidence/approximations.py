@@ -45,7 +45,6 @@ for ln N(D) (reweighted tempered-SMC particles; :mod:`bayesvm.normalization.path
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
 
@@ -55,23 +54,20 @@ import numpy as np
 
 from .. import _linalg
 from ..normalization.annealing import (
-    padded,
     annealed_log_expectation,
     annealed_log_naive_evidence,
     mean_route_log_likelihood,
     prior_factor,
 )
-from ..normalization.budget import default_moves, target_standard_error
+from ..normalization.budget import EvidenceBudget, budgeted_log_normalization, prior_basis
 from .ep import EP_LOOPS, converged_ep, ep_log_z_batch
 from .ep_gradient import EPSites, NaiveEvidenceGradient, ep_naive_evidences_and_gradient
 from .ep_low_rank import low_rank_naive_evidences_and_gradient
 from ..kernels import Kernel
 from ..normalization.low_rank import LowRankNormalizationPath
-from ..normalization.path import ANCHOR_ANNEALING, NormalizationPath, ReweightedPath
+from ..normalization.path import NormalizationPath, ReweightedPath
 from .laplace import DETERMINANTS, NaiveEvidenceTerms, laplace_factor, laplace_log_naive_evidence
 from ..normalization.draws import draws_from_base, log_normalization_from_draws
-from ..normalization.common_direction import with_quadrature_fallback
-from ..normalization.ep_started import annealed_with_ep_fallback
 from ..solver.dual import solve_dual_boxes
 
 __all__ = [
@@ -101,7 +97,9 @@ class Cells(NamedTuple):
     amplitude, C: (B,) k0 and the penalty of each cell: cell b's prior is
       amplitude_b (base + offset_ratio);
     y: (M,) labels in {-1, +1} (ln Q(D) only; None for ln N(D));
-    n: the number of training points (the exponent of the stand-in integral; M otherwise).
+    n: the number of training points (the exponent of the stand-in integral; M otherwise);
+    rows: ``(index, counts)`` of the distinct inputs among the M (:func:`bayesvm._linalg.distinct_rows`), which
+      ln N(D) over the training inputs collapses onto; None: every input distinct.
     """
 
     base: np.ndarray
@@ -110,16 +108,17 @@ class Cells(NamedTuple):
     C: np.ndarray
     y: np.ndarray | None = None
     n: int | None = None
+    rows: tuple[np.ndarray, np.ndarray] | None = None
 
     @classmethod
-    def at(cls, base, offset_ratio, amplitude, C, y=None, n=None) -> "Cells":
+    def at(cls, base, offset_ratio, amplitude, C, y=None, n=None, rows=None) -> "Cells":
         """Cells with the per-cell values as float64 arrays broadcast to one length."""
         amplitude, C = np.broadcast_arrays(np.atleast_1d(np.asarray(amplitude, dtype=np.float64)),
                                            np.atleast_1d(np.asarray(C, dtype=np.float64)))
         base = np.asarray(base, dtype=np.float64)  # host-side (NumPy): the estimators factor and pad it there
         n = base.shape[0] if n is None else int(n)
         return cls(base, float(offset_ratio), amplitude.copy(), C.copy(),
-                   None if y is None else np.asarray(y, dtype=np.float64), n)
+                   None if y is None else np.asarray(y, dtype=np.float64), n, rows)
 
     @property
     def size(self) -> int:
@@ -271,80 +270,55 @@ def _from_annealing(results) -> Estimate:
         {"ess": np.array([r.ess for r in results]), "n_runs": np.array([r.n_runs for r in results]),
          "n_particles": np.array([r.n_particles for r in results]),
          "n_mcmc_steps": np.array([r.n_mcmc_steps for r in results]),
-         "settled": np.array([r.settled for r in results])},
+         "n_temperatures": np.array([r.n_temperatures for r in results])},
     )
 
 
 @dataclass(frozen=True)
 class AnnealedNormalization:
-    """ln E_theta[prod_i nu(theta_i)] over the training inputs by tempered SMC (route "product").
+    """ln E_theta[prod_i nu(theta_i)] over the training inputs by tempered SMC (route "product") at a fixed budget.
 
-    One square-root factor of base + r serves every cell (scaled by sqrt(k0));
-    the prior is padded to :func:`bayesvm._linalg.problem_size` (n) so that
-    nearby n share one compilation. ``options`` go to the sampler (its
-    first budget, by default 16 runs of 128 particles with
-    :func:`bayesvm.normalization.budget.default_moves` (n) slice moves per temperature, ``ladder`` and
-    ``max_se``, by default :func:`bayesvm.normalization.budget.target_standard_error` (n)): the budget grows
-    until the runs agree and the standard error reaches that target
-    (:func:`bayesvm.normalization.budget.annealed_until_runs_agree`); the rounds
-    after the first move round EP's Gaussian (``diagnostics["guided"]``), and
-    where the runs still disagree at the cap (or their value still rises there), tempered SMC starts again from it
-    (:func:`bayesvm.normalization.ep_started.annealed_with_ep_fallback`;
-    ``diagnostics["ep_started"]``); where its runs disagree too, the common direction is integrated out by
-    quadrature (``diagnostics["quadrature"]``; with ``last_resort``, and not with ``keep_particles``), and where
-    that is not trusted either the cell is untrusted (biased low). A cheap screen of many cells turns
-    ``last_resort`` off: at a corner cell the quadrature adds a minute or more to the routes before it.
-    With ``keep_particles``, ``diagnostics["annealing"]`` holds each cell's
-    :class:`~bayesvm.normalization.annealing.AnnealingResult` with its final particles as theta (R, N, M) over the
-    padded inputs (:meth:`bayesvm.normalization.ep_started.RoutedEstimate.latents`), as the last resampling left
-    them: no moves after it, so the same work and values as without, and duplicates among them
-    (:func:`bayesvm.normalization.smc.moves_at_target` moves them where they are used).
+    The inputs collapse onto their distinct rows (``cells.rows``), each with its multiplicity as the exponent of its
+    nu: exact, since equal rows share one latent. The prior of the distinct inputs is sampled in its numerical
+    rank (:func:`bayesvm.normalization.budget.prior_basis`), one eigen-decomposition per cell, and the work is
+    ``budget``'s (:class:`bayesvm.normalization.budget.EvidenceBudget`): the estimate never runs past
+    :meth:`~bayesvm.normalization.budget.EvidenceBudget.ceiling`, and where its runs disagree it comes back untrusted
+    with the spread of a single run as its standard error (:func:`bayesvm.normalization.budget.budgeted_log_normalization`).
+    ``diagnostics`` hold each cell's effective number of runs, its settings, its ``rank`` and
+    ``likelihood_evaluations``. With ``keep_particles``, ``diagnostics["annealing"]`` holds each cell's
+    :class:`~bayesvm.normalization.annealing.AnnealingResult` with its final particles theta (R, N, size) over the
+    distinct inputs padded to :func:`bayesvm._linalg.problem_size`, as the last resampling left them.
     """
 
     key: int = 0
-    options: dict = field(default_factory=dict)
+    budget: EvidenceBudget = EvidenceBudget()
     keep_particles: bool = False
-    last_resort: bool = True
 
     def __call__(self, cells: Cells) -> Estimate:
-        factor = prior_factor(cells.unit_prior)
-        size = _linalg.problem_size(cells.n)
-        options = {"max_se": target_standard_error(cells.n), "n_mcmc_steps": default_moves(cells.n),
-                   "keep_particles": self.keep_particles, "move_last": False, **self.options}
-        routed, kept = [], np.empty(cells.size, dtype=object)
-        for b in range(cells.size):
-            chol, mask = padded(np.sqrt(cells.amplitude[b]) * factor, size)
-            routed.append(annealed_with_ep_fallback(chol, cells.C[b], mask, key=self.key, **options))
-            if self.last_resort and not self.keep_particles:  # the quadrature has no particles to keep
-                routed[b] = with_quadrature_fallback(routed[b], chol, cells.C[b], mask, key=self.key, **options)
-            if self.keep_particles:
-                kept[b] = dataclasses.replace(routed[b].result, particles=routed[b].latents(chol))
-        estimate = _from_annealing([r.result for r in routed])
-        estimate.diagnostics["ep_started"] = np.array([r.route == "ep" for r in routed])
-        estimate.diagnostics["guided"] = np.array([r.route == "guided" for r in routed])
-        estimate.diagnostics["quadrature"] = np.array([r.route == "quadrature" for r in routed])
+        index, counts = (np.arange(cells.base.shape[0]), np.ones(cells.base.shape[0])) if cells.rows is None \
+            else cells.rows
+        unit = cells.unit_prior[np.ix_(index, index)]
+        results = [budgeted_log_normalization(prior_basis(cells.amplitude[b] * unit), counts, cells.C[b],
+                                              budget=self.budget, key=self.key, keep_particles=self.keep_particles)
+                   for b in range(cells.size)]
+        estimate = _from_annealing(results)
+        estimate.diagnostics["rank"] = np.array([r.rank for r in results])
+        estimate.diagnostics["likelihood_evaluations"] = np.array([r.likelihood_evaluations for r in results])
         if self.keep_particles:
+            kept = np.empty(cells.size, dtype=object)
+            kept[:] = results
             estimate.diagnostics["annealing"] = kept
         return estimate
 
     def along_path(self, X, template: Kernel, inducing=None) -> ReweightedPath:
-        """ln N(D) over the inputs X (n, d) with its gradient along a search path: tempered SMC at anchors
-        (``options``: its budget there, by default ``ANCHOR_ANNEALING``, grown until the runs agree and the
-        standard error is at most twice :func:`bayesvm.normalization.budget.target_standard_error` (n)) and
-        their particles reweighted in between, on the full prior
-        (:class:`bayesvm.normalization.path.NormalizationPath`) or, given ``inducing`` inputs, the low-rank one
-        (:class:`bayesvm.normalization.low_rank.LowRankNormalizationPath`).
-
-        The precision target matters where a first round of few runs agrees: at hard pima points (400 rows) 8 runs
-        of 64 particles agreed 1.8-3.6 nats low with a standard error of 0.28-0.36 (the runs that agree are those
-        that all missed the same mass), and the search moved to where ln N(D) looked low; with the target, the
-        checks at pima's answers passed on 5 of 5 splits in two runs, against 3 of 5 without
-        (documentation: normalisation, "The search's anchors")."""
+        """ln N(D) over the inputs X (n, d) with its gradient along a search path: tempered SMC at anchors, at the
+        anchor plan of ``budget``, and their particles reweighted in between, on the full prior over the distinct
+        inputs (:class:`bayesvm.normalization.path.NormalizationPath`) or, given ``inducing`` inputs, the low-rank one
+        (:class:`bayesvm.normalization.low_rank.LowRankNormalizationPath`)."""
         X = jnp.asarray(X, dtype=jnp.float64)
-        annealing = {"max_se": 2.0 * target_standard_error(X.shape[0]), **(self.options or ANCHOR_ANNEALING)}
         if inducing is None:
-            return NormalizationPath(X, template, key=self.key, annealing=annealing)
-        return LowRankNormalizationPath(X, jnp.asarray(inducing), template, key=self.key, annealing=annealing)
+            return NormalizationPath(X, template, key=self.key, budget=self.budget)
+        return LowRankNormalizationPath(X, jnp.asarray(inducing), template, key=self.key, budget=self.budget)
 
 
 @dataclass(frozen=True)

@@ -352,7 +352,7 @@ def flat_at_padding(moments: SiteMoments, mask: Array) -> SiteMoments:
 def shifted_sites(moments: SiteMoments, shift: Array) -> SiteMoments:
     """The sites t_i(theta_i + shift_i) from the sites t_i: the tilted moments of t_i(theta + shift) under the
     cavity N(mean, variance) are t_i's at the cavity N(mean + shift, variance), with the mean moved back by the
-    shift (the ln N(D) of the latents around a common value, :mod:`bayesvm.normalization.common_direction`)."""
+    shift."""
 
     def at(mean, variance):
         moved = moments(mean + shift, variance)

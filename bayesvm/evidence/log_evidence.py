@@ -29,7 +29,10 @@ from .approximations import (
     normalization_estimator,
 )
 from .ep import EPResult
+from .._linalg import distinct_rows
+from ..exceptions import ConvergenceWarning, EvidenceBudgetWarning, UntrustedEvidenceWarning
 from ..kernels import RBF, Kernel, gram_matrix
+from ..normalization.budget import EvidenceBudget
 from ..low_rank import inducing_inputs, low_rank_prior
 from ..normalization.low_rank import annealed_log_normalization_low_rank
 from .laplace import DETERMINANTS, NaiveEvidenceTerms
@@ -147,9 +150,10 @@ class Evidence:
 def point_cells(X, kernel: Kernel, C: float, y=None, n: int | None = None) -> Cells:
     """(C, kernel) as one cell on the inputs X: the one unit-amplitude, zero-offset Gram matrix that every estimate
     at the point (the MAP fits, ln Q(D) of each problem, ln N(D)) shares."""
-    base = gram_matrix(kernel.replace(amplitude=1.0, offset=0.0), np.asarray(X, dtype=np.float64))
+    X = np.asarray(X, dtype=np.float64)
+    base = gram_matrix(kernel.replace(amplitude=1.0, offset=0.0), X)
     amplitude = float(kernel.amplitude)
-    return Cells.at(base, float(kernel.offset) / amplitude, amplitude, C, y=y, n=n)
+    return Cells.at(base, float(kernel.offset) / amplitude, amplitude, C, y=y, n=n, rows=distinct_rows(X))
 
 
 def _naive_estimate(cells: Cells, approximation: str, determinant: str, random_state, stacklevel: int) -> Estimate:
@@ -190,6 +194,7 @@ def log_normalization(
     n_samples: int = 2000,
     max_inputs: int = 500,
     random_state=0,
+    evidence_budget: float = 1.0,
 ) -> Estimate:
     """ln N(D) for n training points; ``method`` names both the integral and the estimator.
 
@@ -208,6 +213,7 @@ def log_normalization(
     (value, se, trusted, diagnostics such as the effective sample size
     ``"ess"``); warns when it is not to be trusted. ``random_state`` seeds the
     sampling estimators (fix it for common random numbers across hyperparameters).
+    ``evidence_budget`` scales ``"annealed"``'s fixed work (:class:`bayesvm.normalization.budget.EvidenceBudget`).
     """
     if method not in NORMALIZATION_ESTIMATORS:
         raise ValueError(f"method must be one of {tuple(NORMALIZATION_ESTIMATORS)}; got {method!r}")
@@ -225,11 +231,12 @@ def log_normalization(
             f"{inputs.shape[0]} rows (use 'annealed-stand-in' for stand-in inputs)"
         )
     return _normalization_estimate(point_cells(inputs, kernel, C, n=int(n)), method, n_samples, random_state,
-                                   stacklevel=4)  # _normalization_estimate, log_normalization, float64, the caller
+                                   stacklevel=4,  # _normalization_estimate, log_normalization, float64, the caller
+                                   budget=EvidenceBudget(evidence_budget))
 
 
 def training_normalization(data: TrainingData, C: float, kernel: Kernel, *, random_state=0,
-                           keep_particles: bool = False) -> Estimate:
+                           keep_particles: bool = False, budget: EvidenceBudget = EvidenceBudget()) -> Estimate:
     """ln N(D) over validated ``data``'s training inputs at a valid (C, kernel) by the default estimator (tempered
     SMC), as :func:`evidences_at` computes it; warns when it is not to be trusted. ``keep_particles``: its
     ``diagnostics["annealing"]`` is the sampler's result with its final particles (theta (R, N, M) over the inputs
@@ -240,30 +247,31 @@ def training_normalization(data: TrainingData, C: float, kernel: Kernel, *, rand
 
 
 def _normalization_estimate(cells: Cells, method: str, n_samples: int, random_state, stacklevel: int,
-                            keep_particles: bool = False) -> Estimate:
+                            keep_particles: bool = False, budget: EvidenceBudget = EvidenceBudget()) -> Estimate:
     """ln N(D) of the one cell (its inputs: the training inputs, or stand-ins with ``cells.n`` the exponent) by the
-    named estimator; warns when it is not to be trusted."""
-    estimate = normalization_estimator(method, key=random_state, n_samples=n_samples,
+    named estimator; warns when it is not to be trusted (:class:`bayesvm.EvidenceBudgetWarning` where the fixed budget
+    of ``"annealed"`` ran out before its runs agreed)."""
+    estimate = normalization_estimator(method, key=random_state, n_samples=n_samples, budget=budget,
                                        keep_particles=keep_particles)(cells).at(0)
     if not estimate.trusted:
-        unsettled = method == "annealed" and not estimate.diagnostics["settled"]
-        warnings.warn(_UNTRUSTED_NORMALIZATION["annealed-unsettled" if unsettled else method].format(
-            **estimate.diagnostics), RuntimeWarning, stacklevel=stacklevel)
+        category = EvidenceBudgetWarning if method == "annealed" else UntrustedEvidenceWarning
+        warnings.warn(_UNTRUSTED_NORMALIZATION[method].format(**estimate.diagnostics), category,
+                      stacklevel=stacklevel)
     return estimate
 
 
 #: what an untrusted ln N(D) means, by estimator
 _UNTRUSTED_NORMALIZATION = {
-    "annealed": "the tempered-SMC runs for ln N(D) disagree (effective number of runs {ess:.1f} of {n_runs}): the "
-                "value is biased low and its standard error unreliable",
-    "annealed-unsettled": "the tempered-SMC runs for ln N(D) agree, but their value still rose by more than its "
-                          "tolerance at the largest budget: it is likely still biased low (the evidence biased high)",
+    "annealed": "ln N(D)'s fixed budget ran out before its tempered-SMC runs agreed (effective number of runs "
+                "{ess:.1f} of {n_runs}): the value is likely biased low and its standard error is that of a single "
+                "run. Pass a larger evidence_budget (or call BayesianSVC.certify_evidence) to buy more work",
     "annealed-stand-in": "the tempered-SMC runs for ln N(D) disagree (effective number of runs {ess:.1f} of "
                          "{n_runs}): the value is biased low and its standard error unreliable",
     "ep": "EP for ln N(D) did not converge; the value is unreliable",
     "prior": "ln N(D) by plain prior sampling rests on {ess:.1f} effective draws of {n_samples}: the estimate is "
              "likely biased low by several nats and its standard error is unreliable (the mean of N(theta)^n is "
-             "carried by rare draws that a finite sample usually misses). Use more samples or an annealed estimator.",
+             "carried by rare draws that a finite sample usually misses). Pass a larger n_samples, or "
+             "normalization='annealed'",
 }
 
 
@@ -282,6 +290,7 @@ def log_evidence(
     max_inputs: int = 500,
     random_state=0,
     inducing=None,
+    evidence_budget: float = 1.0,
 ) -> Evidence:
     """ln P(D | C, kernel) for a data set.
 
@@ -310,16 +319,11 @@ def log_evidence(
         both O(n m^2); no MAP SVM is fitted (``fit`` is None) and the posterior
         is ``low_rank``.
 
-    Notes
-    -----
-    The default ln N(D) grows its budget until its runs agree, and its cost
-    grows much faster than n. Measured on adult rows at a selected point
-    (the 2-core development machine; the documentation's speed page): 2.2 s
-    at 400 rows and 137-204 s at 1,000 on one core, half an hour or more at
-    2,000 on two, on the full prior; with ``inducing=200`` at 2,000 rows it
-    had not finished after 25 minutes. :class:`~bayesvm.BayesianSVC`
-    therefore selects on a subsample of 500 rows above 500 (theory: "Large
-    data: selection on a subsample").
+    evidence_budget : a positive number scaling ln N(D)'s fixed work (the slice moves of tempered SMC;
+        :class:`bayesvm.normalization.budget.EvidenceBudget`): the estimate never runs past a ceiling fixed
+        from n, the prior's numerical rank and C before it starts, and where its runs have not agreed by then
+        it warns with :class:`bayesvm.EvidenceBudgetWarning` and reports the spread of a single run as its
+        error (documentation: normalisation, "Cost: a fixed budget").
     """
     if inducing is None:
         for name, value, accepted in (("approximation", approximation, NAIVE_ESTIMATORS),
@@ -334,23 +338,25 @@ def log_evidence(
     y_pm, classes = check_labels(y, X.shape[0])
     data = TrainingData(X, y_pm[None, :], classes)
     C, kernel = check_positive(C, "C"), check_kernel(RBF() if kernel is None else kernel, X.shape[1])
+    budget = EvidenceBudget(evidence_budget)
     if inducing is not None:
-        return _low_rank_evidences(data, C, kernel, inducing, random_state)[0]
+        return _low_rank_evidences(data, C, kernel, inducing, random_state, budget)[0]
     return evidences_at(data, C, kernel, approximation=approximation, determinant=determinant,
                         normalization=normalization, normalization_inputs_from=normalization_inputs_from,
-                        n_samples=n_samples, max_inputs=max_inputs, random_state=random_state)[0]
+                        n_samples=n_samples, max_inputs=max_inputs, random_state=random_state, budget=budget)[0]
 
 
 def evidences_at(data: TrainingData, C: float, kernel: Kernel, *, approximation: str = "ep",
                  determinant: str = "regularized", normalization: str = "annealed", normalization_inputs_from="training",
                  n_samples: int = 2000, max_inputs: int = 500, random_state=0,
-                 normalization_estimate: Estimate | None = None) -> tuple[Evidence, ...]:
+                 normalization_estimate: Estimate | None = None,
+                 budget: EvidenceBudget = EvidenceBudget()) -> tuple[Evidence, ...]:
     """The :class:`Evidence` of each binary problem of validated ``data`` at a valid (C, kernel).
 
     One unit Gram matrix of the training inputs serves the problems' MAP fits, their ln Q(D) and the one ln N(D),
     which depends on the inputs only; the options are :func:`log_evidence`'s. ``normalization_estimate``: that
     ln N(D) where the caller has computed it already by the ``normalization`` estimator
-    (:func:`training_normalization`).
+    (:func:`training_normalization`); ``budget``: ln N(D)'s fixed work.
     """
     cells = point_cells(data.X, kernel, C)
     K = cells.prior(0)
@@ -364,7 +370,7 @@ def evidences_at(data: TrainingData, C: float, kernel: Kernel, *, approximation:
         norm = _normalization_estimate(point_cells(inputs, kernel, C, n=data.X.shape[0]), normalization, n_samples,
                                        random_state, stacklevel=5)
     else:
-        norm = _normalization_estimate(cells, normalization, n_samples, random_state, stacklevel=5)
+        norm = _normalization_estimate(cells, normalization, n_samples, random_state, stacklevel=5, budget=budget)
     evidences = []
     for fit in fits:
         naive = _naive_estimate(cells._replace(y=np.asarray(fit.y, dtype=np.float64)), approximation, determinant,
@@ -401,7 +407,8 @@ def _evidence_at_fit(fit: MapSVM, naive: Estimate, norm: Estimate, approximation
     )
 
 
-def _low_rank_evidences(data: TrainingData, C: float, kernel: Kernel, inducing, random_state) -> tuple[Evidence, ...]:
+def _low_rank_evidences(data: TrainingData, C: float, kernel: Kernel, inducing, random_state,
+                        budget: EvidenceBudget = EvidenceBudget()) -> tuple[Evidence, ...]:
     """The evidence of each binary problem of validated ``data`` on the FITC low-rank prior through the inducing
     inputs (:func:`log_evidence`'s ``inducing``: their number, or an array); ln N(D), which depends on X only, is
     estimated once for all of them."""
@@ -410,19 +417,17 @@ def _low_rank_evidences(data: TrainingData, C: float, kernel: Kernel, inducing, 
         Z = inducing_inputs(X, int(inducing), random_state=random_state)
     else:
         Z = check_inputs(inducing, name="inducing", n_features=X.shape[1])
-    with warnings.catch_warnings():  # disagreeing runs are reported through normalization_trusted
-        warnings.simplefilter("ignore", RuntimeWarning)
-        norm, _ = annealed_log_normalization_low_rank(low_rank_prior(kernel, jnp.asarray(X), jnp.asarray(Z)), C,
-                                                      key=random_state)
+    norm, _ = annealed_log_normalization_low_rank(low_rank_prior(kernel, jnp.asarray(X), jnp.asarray(Z)), C,
+                                                  key=random_state, budget=budget)
     if not norm.runs_agree:
         warnings.warn(_UNTRUSTED_NORMALIZATION["annealed"].format(ess=norm.ess, n_runs=norm.n_runs),
-                      RuntimeWarning, stacklevel=4)
+                      EvidenceBudgetWarning, stacklevel=4)
     # one EP run per problem serves ln Q(D) and the posterior; the k problems share one low-rank prior
     fitted = low_rank_posteriors(data, C, kernel, Z)
     evidences = []
     for value, converged, posterior in zip(fitted.log_naive, fitted.converged, fitted.posteriors):
         if not converged:
-            warnings.warn("EP for ln Q(D) did not converge; the value is unreliable", RuntimeWarning, stacklevel=4)
+            warnings.warn("EP for ln Q(D) did not converge; the value is unreliable", ConvergenceWarning, stacklevel=4)
         evidences.append(Evidence(
             total=float(value) - norm.value, total_se=norm.se, naive=float(value), naive_se=0.0, terms=None,
             log_normalization=norm.value, log_normalization_se=norm.se, normalization_ess=norm.ess, n_marginal=None,
@@ -466,28 +471,30 @@ class OneVsRestEvidence:
 
 @float64
 def log_evidence_one_vs_rest(X, y, *, C: float = 1.0, kernel: Kernel | None = None, random_state=0,
-                             inducing=None) -> OneVsRestEvidence:
+                             inducing=None, evidence_budget: float = 1.0) -> OneVsRestEvidence:
     """ln P(D) of the one-vs-rest problems of a k-class data set at shared hyperparameters (EP and tempered SMC,
     :func:`log_evidence`'s defaults), with one ln N(D) for all k problems.
 
-    X, y : training inputs and labels of two or more classes; C, kernel, random_state, inducing : as in
-    :func:`log_evidence`. Two classes give one problem, the same numbers as :func:`log_evidence`.
+    X, y : training inputs and labels of two or more classes; C, kernel, random_state, inducing, evidence_budget : as
+    in :func:`log_evidence`. Two classes give one problem, the same numbers as :func:`log_evidence`.
     """
     data = training_data(X, y)
     C, kernel = check_positive(C, "C"), check_kernel(RBF() if kernel is None else kernel, data.X.shape[1])
-    return one_vs_rest_evidence(data, C, kernel, random_state=random_state, inducing=inducing)
+    return one_vs_rest_evidence(data, C, kernel, random_state=random_state, inducing=inducing,
+                                budget=EvidenceBudget(evidence_budget))
 
 
 def one_vs_rest_evidence(data: TrainingData, C: float, kernel: Kernel, *, random_state=0, inducing=None,
-                         normalization_estimate: Estimate | None = None) -> OneVsRestEvidence:
+                         normalization_estimate: Estimate | None = None,
+                         budget: EvidenceBudget = EvidenceBudget()) -> OneVsRestEvidence:
     """:func:`log_evidence_one_vs_rest` on validated data at a valid (C, kernel); ``normalization_estimate`` as in
-    :func:`evidences_at` (full prior only)."""
+    :func:`evidences_at` (full prior only); ``budget``: ln N(D)'s fixed work."""
     if inducing is not None:
         if normalization_estimate is not None:
             raise ValueError("normalization_estimate is for the full prior; the low-rank prior estimates its own")
-        return OneVsRestEvidence(data.classes, _low_rank_evidences(data, C, kernel, inducing, random_state))
+        return OneVsRestEvidence(data.classes, _low_rank_evidences(data, C, kernel, inducing, random_state, budget))
     return OneVsRestEvidence(data.classes, evidences_at(data, C, kernel, random_state=random_state,
-                                                        normalization_estimate=normalization_estimate))
+                                                        normalization_estimate=normalization_estimate, budget=budget))
 
 
 def _warn_outside_range(terms: NaiveEvidenceTerms, n_marginal: int, n: int, determinant: str) -> None:

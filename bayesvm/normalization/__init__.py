@@ -3,10 +3,10 @@
 * :mod:`~bayesvm.normalization.smc`: the tempered sequential Monte Carlo core;
 * :mod:`~bayesvm.normalization.annealing`: annealed estimates of Gaussian-process integrals
   (ln N(D), and ln Q(D) as the sampled reference);
-* :mod:`~bayesvm.normalization.budget`: the budget that grows until the runs agree and reach a precision target;
+* :mod:`~bayesvm.normalization.budget`: the fixed work of every ln N(D) estimate (:class:`EvidenceBudget`), the
+  prior's low-rank basis and the budgeted estimate over the distinct inputs;
 * :mod:`~bayesvm.normalization.draws`: plain prior sampling and the stand-in inputs;
-* :mod:`~bayesvm.normalization.common_direction`: the latents' common direction integrated out by quadrature
-  (the last resort where tempered SMC's runs disagree);
+* :mod:`~bayesvm.normalization.ep_started`: tempered SMC started from EP's Gaussian (a route for references);
 * :mod:`~bayesvm.normalization.path`: ln N(D) and its gradient along a search path, by
   reweighting tempered-SMC particles;
 * :mod:`~bayesvm.normalization.low_rank`: the same under a low-rank prior.

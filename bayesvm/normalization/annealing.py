@@ -71,7 +71,6 @@ __all__ = [
     "DEFAULT_MAX_SHRINKS",
     "AnnealingResult",
     "annealed_log_expectation",
-    "pooled",
     "mean_of_runs",
     "enough_effective_runs",
     "as_key",
@@ -97,16 +96,16 @@ MIN_EFFECTIVE_RUNS = 8
 #: the adaptive schedule's target: each step keeps this fraction of the particles effective
 DEFAULT_TARGET_ESS = 0.5
 
-#: elliptical slice moves per particle per temperature by default (at most 250 training inputs; see
-#: :func:`bayesvm.normalization.budget.default_moves`)
+#: elliptical slice moves per particle per temperature by default (:class:`bayesvm.normalization.budget.EvidenceBudget`
+#: sets its own from the integral's dimension)
 DEFAULT_MCMC_STEPS = 5
 #: bracket shrinkages of one elliptical slice move before the particle stays put
 DEFAULT_MAX_SHRINKS = 12
+#: the adaptive schedule's buffer: the most temperatures a run may take
+MAX_TEMPERATURES = 1000
 #: on the CPU, the runs of one estimate are computed this many at a time (:func:`runs_per_program`), so that the
-#: search's anchors (4 runs of 128 particles, :data:`bayesvm.normalization.path.ANCHOR_ANNEALING`) and the default
-#: estimate (16 runs of 128, four calls) share one compiled sampler: a first fit compiled two, 2.2-2.9 s each on
-#: two cores. Measured at 400 pima rows (documentation: speed, "eighteenth session"): 16 runs in four calls took
-#: as long as in one (5.1-5.8 s against 5.1-5.5 s at a hard point, 0.47-0.54 s against 0.43-0.48 s at an easy one)
+#: search's anchors (4 runs) and the estimate at fixed hyperparameters (16 runs, four calls) share one compiled
+#: sampler; four calls take as long as one there (documentation: speed)
 CPU_RUNS_PER_PROGRAM = 4
 
 
@@ -144,23 +143,21 @@ class AnnealingResult:
         where it was (valid, but a sign that the moves mix slowly).
     n_particles, n_runs, n_mcmc_steps
         The settings used.
+    n_moves
+        Slice moves made per particle, summed over the runs (``likelihood_evaluations`` counts the work).
+    rank
+        The number of latent directions sampled (the columns of the prior's factor before padding), where the
+        caller recorded it.
     guided
         Whether the slice moves went round a guide (:class:`bayesvm.normalization.smc.SliceGuide`) instead of
         the prior.
-    settled
-        False only where :func:`bayesvm.normalization.budget.annealed_until_runs_agree` ended at its cap with the
-        value still rising from one budget to the next by more than its tolerance (so likely still biased low).
-    stopped_above
-        Where :func:`bayesvm.normalization.budget.annealed_until_runs_agree` stopped its budget early because ln Z
-        exceeds a level its caller named, with probability at least 1 - ``STOP_ERROR`` although the runs disagree
-        (:func:`bayesvm.normalization.budget.exceeds`): that level; otherwise None.
     particles
         With ``keep_particles``: the final particles (R, N, M); otherwise None.
     runs_agree
         (property) ``ess`` is at least half the runs or :data:`MIN_EFFECTIVE_RUNS`:
         below that the value is likely biased low and ``se`` is not to be trusted.
     trusted
-        (property) the runs agree and the value has settled.
+        (property) the runs agree.
     """
 
     value: float
@@ -176,8 +173,8 @@ class AnnealingResult:
     n_runs: int
     n_mcmc_steps: int
     guided: bool = False
-    settled: bool = True
-    stopped_above: float | None = None
+    n_moves: int = 0
+    rank: int | None = None
     particles: Array | None = dataclasses.field(default=None, repr=False, compare=False)
 
     @property
@@ -185,8 +182,14 @@ class AnnealingResult:
         return enough_effective_runs(self.ess, self.n_runs)
 
     @property
+    def likelihood_evaluations(self) -> int:
+        """The likelihood evaluations the runs made: N per run at beta = 0 and
+        N x ``mean_slice_evaluations`` per slice move."""
+        return int(round(self.n_particles * (self.n_runs + self.n_moves * self.mean_slice_evaluations)))
+
+    @property
     def trusted(self) -> bool:
-        return self.runs_agree and self.settled
+        return self.runs_agree
 
 
 # ---------------------------------------------------------------- likelihoods
@@ -288,12 +291,14 @@ def annealed_log_expectation(
     n_mcmc_steps: int = DEFAULT_MCMC_STEPS,
     target_ess: float = DEFAULT_TARGET_ESS,
     temperatures=None,
-    max_temperatures: int = 1000,
+    max_temperatures: int = MAX_TEMPERATURES,
     max_shrinks: int = DEFAULT_MAX_SHRINKS,
     keep_particles: bool = False,
     move_last: bool = True,
     guide: SliceGuide | None = None,
     stream: int = 0,
+    temperature_cap: int | None = None,
+    warn: bool = True,
 ) -> AnnealingResult:
     """ln E_{theta ~ N(0, chol chol^T)}[exp(log_likelihood(theta, *args))] by tempered SMC.
 
@@ -324,8 +329,13 @@ def annealed_log_expectation(
     temperatures
         A fixed schedule 0 = beta_0 < ... < beta_T = 1 instead of the adaptive one.
     max_temperatures
-        Cap on the number of adaptive steps; ``RuntimeError`` if a run has not
+        The schedule's buffer: cap on the number of adaptive steps; ``RuntimeError`` if a run has not
         reached beta = 1 by then.
+    temperature_cap
+        A cap on the steps (at most ``max_temperatures``) at which a run takes its last step to beta = 1
+        instead of stopping short (:func:`bayesvm.normalization.smc.smc_runs`): the work is then bounded.
+    warn
+        Warn (``RuntimeWarning``) where the runs disagree; a caller that reports it itself passes False.
     max_shrinks
         Cap on the bracket shrinkages of one slice move (the particle stays put
         beyond it; see ``stuck_fraction``).
@@ -360,6 +370,8 @@ def annealed_log_expectation(
     batches = [smc_runs(log_likelihood, chol, key, args, schedule, np.asarray(temperatures is None),
                         move_last=np.asarray(keep_particles and move_last), guide=guide,
                         batch=np.int32(stream * n_batches + index),
+                        temperature_cap=np.int32(min(settings["max_temperatures"],
+                                                     temperature_cap or settings["max_temperatures"])),
                         **{**settings, "n_runs": batch})
                for index in range(n_batches)]  # dispatched without waiting: the batches queue on the device
     log_z, steps, schedule, min_ess, final_beta = (np.concatenate([np.asarray(b[i]) for b in batches])
@@ -372,7 +384,8 @@ def annealed_log_expectation(
         slice_evals=evals / n_moves, stuck=stuck / n_moves,
         n_particles=settings["n_particles"], n_mcmc_steps=settings["n_mcmc_steps"], guided=guide is not None,
     )
-    if not result.runs_agree:
+    result = dataclasses.replace(result, n_moves=int(n_moves))
+    if warn and not result.runs_agree:
         warnings.warn(
             f"the {result.n_runs} annealing runs disagree (ln Z_r spread {np.std(log_z):.2g} nats, effective number "
             f"of runs {result.ess:.1f}): the value is likely biased low and its standard error unreliable; "
@@ -481,32 +494,6 @@ def _summarise(log_z, *, steps, schedule, min_ess, slice_evals, stuck, n_particl
         n_mcmc_steps=n_mcmc_steps,
         guided=guided,
     )
-
-
-def pooled(results: list[AnnealingResult]) -> AnnealingResult:
-    """Independent rounds of runs with the same particles per run, moves and kind of move, as one estimate over all
-    their runs.
-
-    Every run's Z_r is unbiased for Z, so the pooled value is ln of the mean over all runs; the
-    diagnostics are the worst (ESS) or the run-weighted mean (slice evaluations, stuck moves).
-    """
-    if len({(r.n_particles, r.n_mcmc_steps, r.guided) for r in results}) != 1:
-        raise ValueError("only runs with the same number of particles and moves per temperature, and the same kind "
-                         "of move (guided or not), are pooled")
-    runs = np.array([r.n_runs for r in results], dtype=np.float64)
-    particles = [r.particles for r in results]
-    result = _summarise(
-        np.concatenate([r.log_z_runs for r in results]),
-        steps=np.concatenate([np.sum(np.isfinite(r.temperatures), -1) - 1 for r in results]),
-        schedule=np.concatenate([r.temperatures for r in results]),
-        min_ess=min(r.min_particle_ess for r in results),
-        slice_evals=float(np.average([r.mean_slice_evaluations for r in results], weights=runs)),
-        stuck=float(np.average([r.stuck_fraction for r in results], weights=runs)),
-        n_particles=results[0].n_particles, n_mcmc_steps=results[0].n_mcmc_steps, guided=results[0].guided,
-    )
-    if any(p is None for p in particles):
-        return result
-    return dataclasses.replace(result, particles=np.concatenate([np.asarray(p) for p in particles]))
 
 
 def shift(result: AnnealingResult, offset: float) -> AnnealingResult:

@@ -1,269 +1,163 @@
-"""The budget of tempered SMC for ln N(D): it grows until the independent runs agree and reach a precision target.
+"""ln N(D)'s work, fixed before it starts: one policy object, the factor it samples in, and the estimate it buys.
 
-Runs that have not mixed at each temperature spread (or, worse, agree while all missing the same mass), so
-ln N(D)'s default estimate (:func:`bayesvm.normalization.annealing.annealed_log_expectation`, round after round)
-has no fixed budget: its first round's slice moves grow with the number of training inputs (:func:`default_moves`),
-and round by round of :data:`BUDGET_LADDER` it repeats (pooling runs of the same size) or grows the moves until the
-runs agree and the standard error reaches :func:`target_standard_error` (theory: "Annealing: tempered sequential
-Monte Carlo"; documentation: normalisation, "Moves, not particles"). A caller may have the rounds after the first
-move round a guide instead of the prior (``escalation``; the exact prior's ln N(D) uses EP's Gaussian,
-:func:`bayesvm.normalization.ep_started.annealed_with_ep_fallback`).
+ln N(D) = ln E_{theta ~ N(0, K)}[prod_u nu(theta_u)^{m_u}] over the distinct training inputs u with multiplicities
+m_u (duplicate rows share one latent, so collapsing them is exact) is estimated by tempered SMC
+(:func:`bayesvm.normalization.annealing.annealed_log_expectation`) with a budget that :class:`EvidenceBudget`
+fixes from the number of points, the dimension of the integral and C before the sampler starts: R runs of N
+particles, a number of slice moves per temperature and a cap on the temperatures. The sampler never does more than
+:meth:`EvidenceBudget.ceiling` likelihood evaluations. Where the runs have not agreed when the budget is spent, the
+value (biased low) comes back with the spread of a single run as its standard error and ``runs_agree`` False, for
+the caller to warn with :class:`bayesvm.EvidenceBudgetWarning`; a larger ``scale`` (the user's
+``evidence_budget``) buys more moves (documentation: normalisation, "Cost: a fixed budget").
+
+The prior is sampled in its own dimension (:func:`prior_basis`): where the Gram matrix has low numerical rank
+(few features, clustered inputs) the factor keeps the r leading eigen-directions whose dropped variance leaves every
+latent within :data:`RANK_TOLERANCE` of the full prior's, and a move costs O(M r) instead of O(M^2).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import warnings
-from collections.abc import Callable
-from typing import NamedTuple
+from dataclasses import dataclass
 
-import jax
 import numpy as np
 
+from .. import _linalg
 from .._precision import float64
-from .._validation import check_count
-from .annealing import (
-    DEFAULT_MCMC_STEPS,
-    DEFAULT_RUNS,
-    DEFAULT_TARGET_ESS,
-    AnnealingResult,
-    annealed_log_expectation,
-    as_key,
-    pooled,
-)
-from .smc import SliceGuide
+from .annealing import DEFAULT_MAX_SHRINKS, MAX_TEMPERATURES, AnnealingResult, annealed_log_expectation, product_route_log_likelihood
 
-Array = jax.Array
+__all__ = ["RANK_TOLERANCE", "EvidenceBudget", "budgeted_log_normalization", "prior_basis"]
 
-__all__ = ["BUDGET_LADDER", "CONFIRMED_SHARE", "STOP_ERROR", "Budget", "annealed_until_runs_agree", "default_moves",
-           "exceeds", "settling_tolerance", "target_standard_error"]
+#: the largest standard deviation, in units of the margin |theta| = 1, that the low-rank basis may drop from any
+#: latent: a thousandth of the width over which nu changes
+RANK_TOLERANCE = 1e-3
 
 
-#: the standard error ln N(D) should reach over n training inputs, in nats: a third of an accuracy of 1 nat per
-#: 1,000 points (at least 0.1). Measured (documentation, "Trusted ln N(D)"): where the runs agree but spread by
-#: 0.8 nats the value was 2-3 reported standard errors below a 10x longer reference, so agreement alone is not enough
-def target_standard_error(n: int) -> float:
-    """The standard error of ln N(D) the default estimator's budget grows towards: max(0.1, n / 3000) nats."""
-    return max(0.1, n / 3000.0)
+@dataclass(frozen=True)
+class EvidenceBudget:
+    """The work of every ln N(D) estimate of a fit, fixed before it starts (module docstring).
 
-
-def default_moves(n: int) -> int:
-    """Elliptical slice moves per temperature for ln N(D) over n training inputs: max(5, ceil(n / 50)).
-
-    Runs that have not mixed at each temperature can agree while all missing the same mass; only more moves show
-    it. On adult at 1,000 rows (16 runs x 128 particles, runs agreeing) ln N(D) was -124.6 with 5 moves, -124.2
-    with 10, -122.8 with 20, -122.7 with 40; at an easy pima point of 400 rows -47.46, -47.31, -47.22, -47.17
-    (documentation: normalisation, "Moves grow with n").
+    scale
+        The user's ``evidence_budget``: multiplies the slice moves per temperature of every estimate (the search's
+        anchors and the check at the answer). 1 is the default fit; ``BayesianSVC.certify_evidence`` uses 4.
+    n_runs, n_particles
+        Independent runs and particles per run of an estimate at fixed hyperparameters: the runs' spread is the
+        standard error, and 16 runs tell an effective 8 from a dominant few.
+    anchor_runs, anchor_moves
+        Runs and moves per temperature at a search anchor: 4 x 128 particles to reweight; the anchors steer the
+        search, the check at the answer measures.
+    target_ess
+        The adaptive schedule's share of effective particles kept at each temperature.
+    max_shrinks
+        Bracket shrinkages of one slice move before the particle stays put.
     """
-    return max(DEFAULT_MCMC_STEPS, math.ceil(n / 50))
 
+    scale: float = 1.0
+    n_runs: int = 16
+    n_particles: int = 128
+    anchor_runs: int = 4
+    anchor_moves: int = 3
+    target_ess: float = 0.5
+    max_shrinks: int = DEFAULT_MAX_SHRINKS
 
-class Budget(NamedTuple):
-    """One round of :func:`annealed_until_runs_agree`: R runs with ``particles`` times the first round's particles
-    per run and ``moves`` times its slice moves per temperature, and where ``target_ess`` is given, that target
-    for the adaptive schedule in place of the caller's (a higher target takes more, smaller temperature steps; its
-    cost is about ``particles * moves`` rounds times the ratio of the numbers of temperatures)."""
+    def __post_init__(self):
+        if not (isinstance(self.scale, (int, float)) and math.isfinite(self.scale) and self.scale > 0):
+            raise ValueError(f"evidence_budget must be a positive number (1 is the default work); got {self.scale!r}")
 
-    particles: int = 1
-    moves: int = 1
-    target_ess: float | None = None
+    def moves(self, dimension: int, *, anchor: bool = False) -> int:
+        """Slice moves per temperature for an integral of ``dimension`` latents: ``scale`` times
+        max(5, ceil(dimension / 50)) (at an anchor, ``scale`` times ``anchor_moves``). Runs that have not mixed at
+        each temperature agree while all missing the same mass; more latents need more moves to mix."""
+        base = self.anchor_moves if anchor else max(5, math.ceil(dimension / 50))
+        return max(1, math.ceil(self.scale * base))
 
+    @staticmethod
+    def max_temperatures(n: float, C: float) -> int:
+        """The cap on the adaptive schedule's temperatures for n points (duplicates counted) at penalty C:
+        min(ceil(0.6 n h(C)) + 2, MAX_TEMPERATURES), h(C) = max(ln cosh C, ln(1 + e^{-2C})).
 
-#: :func:`annealed_until_runs_agree`'s budget, round by round; a round with the same budget as the one before is
-#: pooled with it, a new budget starts afresh; the last round is the cap (here about 20x the first round's work in
-#: all).
-#: It grows the moves, not the particles: where the first rounds' runs disagree, their spread comes from particles
-#: that have not mixed at each temperature, not from too few of them. Measured at four such points (pima 400 rows,
-#: Ripley's synth 560; two seeds each, 16 runs; documentation: normalisation, "Moves, not particles"), at 4x the work
-#: the runs' ln Z_r spread 0.38-0.45 nats with 4x the moves against 0.54-0.87 with 4x the particles (0.77-1.53 at
-#: the first round's budget); at easy points, where the particles limit it, the first round already agrees.
-#: Its last rung, reached only where the value has not settled or the runs still disagree at 4x the moves, keeps
-#: those moves and takes more, smaller temperature steps (target ESS 0.9, 2.2-2.8x the temperatures): at moons'
-#: answer (420 rows) that brought ln N(D) from 0.8-2.1 nats below references to within their range
-#: (documentation: normalisation, "The value must settle")
-BUDGET_LADDER = (Budget(1, 1), Budget(1, 1), Budget(1, 4), Budget(1, 4), Budget(1, 4, 0.9))
+        L = sum_i ln nu(theta_i) lies in [-n h(C), 0] (theory: "The normalisation factor"), so its standard
+        deviation under any tempered target is at most n h(C) / 2; a step that keeps half the particles effective
+        is at least sqrt(ln 2) / sd(L) long (Gaussian L), hence at most n h(C) / (2 sqrt(ln 2)) ~ 0.6 n h(C)
+        steps. Where a run reaches the cap its last step goes to beta = 1 (still unbiased, with a wider error)."""
+        h = max(math.log(math.cosh(min(C, 350.0))), math.log1p(math.exp(-2.0 * C)))
+        return min(int(math.ceil(0.6 * n * h)) + 2, MAX_TEMPERATURES)
 
-#: the share of effective runs (:attr:`AnnealingResult.ess` / R) from which a budget's agreeing runs are taken on their
-#: own; below it (ln Z_r spread by more than about a third of a nat: ess ~ R exp(-s^2)) the next larger budget must
-#: confirm the value by the settling rule (at the cap, agreement is enough). Measured (documentation: normalisation,
-#: "twelfth session"): at 2,000 adult rows (C 1.62, k0 26.4, k_b 92.5, length scale 14.1) the first round's 16 runs
-#: agreed with 8.1 effective runs and lay 3.1 nats below two long references that agreed with each other; at the
-#: moons fit's answer (420 rows) the check's pooled 32 runs agreed with 20.2 effective and lay 1.2-2.1 nats below
-#: references. Every accepted round of the maps at 345-2,000 rows but three had at least 12.6 effective runs of 16;
-#: those three had escalated to 4x the moves (synth, 18.8 of 32; adult at 1,000 rows, 12.0 of 16; synth.te at
-#: 1,000 rows, 9.9 of 16 and 0.40 nats low). It was 0.75 until the map of 387 points at 351-400 rows (twenty-sixth
-#: session) showed first rounds taken on their own with 12-14.4 effective runs of 16 lying lower than the rest: a
-#: median 0.29 nats below the references at 12-13 (worst 0.84, Pima at C 0.42, k0 12,600), 0.08-0.09 at 13-14.5
-#: (worst 0.50), 0.02-0.05 above 14.5 (worst 0.26); 31 of the 300 first rounds fell below 14.4
-CONFIRMED_SHARE = 0.9
+    def plan(self, dimension: int, n: float, C: float, *, anchor: bool = False) -> dict:
+        """The sampler's settings (keywords of :func:`annealed_log_expectation`) for one estimate."""
+        return {"n_runs": self.anchor_runs if anchor else self.n_runs, "n_particles": self.n_particles,
+                "n_mcmc_steps": self.moves(dimension, anchor=anchor), "target_ess": self.target_ess,
+                "temperature_cap": self.max_temperatures(n, C), "max_shrinks": self.max_shrinks}
 
-
-#: the probability, at most, that :func:`annealed_until_runs_agree` stops early by ``stop_above`` where ln Z in truth
-#: lies below the level (:func:`exceeds`)
-STOP_ERROR = 1e-3
-
-
-def exceeds(result: AnnealingResult, level: float, checks: int) -> bool:
-    """Whether ln Z exceeds ``level`` with probability at least 1 - :data:`STOP_ERROR`, whether or not the runs agree,
-    for an estimate that is one of at most ``checks`` such tests: ``value`` - ln(``checks`` / STOP_ERROR) > level.
-
-    The mean of the runs' estimates Zbar is unbiased for Z and positive, so by Markov's inequality
-    P(Zbar >= e^t Z) <= e^-t, and ln Z > ln Zbar - t except with probability e^-t; over ``checks`` tests the
-    union bound takes t = ln(checks / STOP_ERROR) (about 8 nats for four). Runs that disagree are biased low, so
-    the bound errs towards not stopping (theory: "Hyperparameter selection").
-    """
-    return result.value - math.log(checks / STOP_ERROR) > level
+    def ceiling(self, dimension: int, n: float, C: float, *, anchor: bool = False) -> int:
+        """The most likelihood evaluations one estimate can make: R N (1 + T moves (max_shrinks + 1)), each of
+        O(M r) work (M distinct inputs, r the basis' rank)."""
+        plan = self.plan(dimension, n, C, anchor=anchor)
+        per_particle = 1 + plan["temperature_cap"] * plan["n_mcmc_steps"] * (plan["max_shrinks"] + 1)
+        return plan["n_runs"] * plan["n_particles"] * per_particle
 
 
 @float64
-def annealed_until_runs_agree(chol, log_likelihood: Callable, *, key=0, n_particles: int = 128,
-                              n_runs: int = DEFAULT_RUNS, n_mcmc_steps: int = DEFAULT_MCMC_STEPS,
-                              ladder=BUDGET_LADDER, max_se: float = np.inf, settle: bool = True,
-                              stop_above: float = np.inf,
-                              escalation: Callable[[], tuple[Array, SliceGuide] | None] | None = None,
-                              **options) -> AnnealingResult:
-    """:func:`annealed_log_expectation`, with a budget that grows until the runs agree and the value settles, up to a
-    cap.
+def prior_basis(K, tolerance: float = RANK_TOLERANCE) -> np.ndarray:
+    """A square-root factor S (M, r) of the prior covariance K (M, M), S S^T ~= K, in its numerical rank r.
 
-    Round by round of ``ladder`` (:class:`Budget` multiples of ``n_particles`` and ``n_mcmc_steps``, optionally
-    with their own target ESS; a plain integer multiplies the particles alone): ``n_runs`` runs of that size,
-    pooled (:func:`pooled`) with the rounds before it of the same budget; it stops at the first round after which
-    the pooled runs agree (:attr:`AnnealingResult.runs_agree`), the standard error is at most ``max_se`` (a
-    precision target; past the cap a larger error is returned without a warning, as the error says it) and, with
-    ``settle``, the value has settled: it lies at most :func:`settling_tolerance` above the value of the budget
-    before it (whose runs may disagree: those are low too). Runs that agree while all missing the same mass are low
-    together, and only a larger budget shows it (documentation: normalisation, "The value must settle"); where it
-    rises by more, the next larger budget follows at once, and so it does where the runs agree only narrowly (fewer
-    than :data:`CONFIRMED_SHARE` of them effective) and a larger budget is left to confirm the value. The first
-    round is exactly :func:`annealed_log_expectation` with ``key``; later rounds are its later streams. Runs that still
-    disagree, or a value still rising, after the last round are returned with a ``RuntimeWarning`` (and
-    ``settled`` False in the latter case). ``options`` go to every round (``keep_particles`` returns the pooled
-    particles; ``target_ess`` is the rounds' target where their budget names none).
-
-    ``stop_above`` is a level of ln Z the caller needs no more than to know exceeded (a search's point whose ln N(D)
-    exceeds it is worse than one met before): after a round whose runs disagree, where ln Z exceeds it with
-    probability at least 1 - :data:`STOP_ERROR` (:func:`exceeds`, one test per round of ``ladder``), that round is
-    returned at once, its runs disagreeing, with ``stopped_above`` set (no warning).
-
-    ``escalation`` (optional, no arguments) is called once, after the first round that misses agreement or
-    precision: where it returns ``(factor, guide)``, every later round's slice moves go round ``guide`` (a
-    :class:`SliceGuide`) with ``factor`` in place of ``chol`` (same prior, see :func:`annealed_log_expectation`),
-    pooled only with each other (the guided moves count as a larger budget); where it returns None, the ladder goes
-    on with the prior's moves.
+    The eigen-factor V_r diag(sqrt(lambda_r)) of the r leading eigen-pairs, with r the smallest rank at which
+    the variance dropped from every latent, sum_{j > r} lambda_j V_ij^2, is at most ``tolerance``^2 (the
+    residual's standard deviation at most ``tolerance`` in units of the margin). Where that needs more than half the
+    full rank, the Cholesky factor (exact, and cheaper to build) is returned instead
+    (:func:`bayesvm._linalg.psd_factor`).
     """
-    base = as_key(key)
-    budgets = _budgets(ladder)
-    target_ess = options.pop("target_ess", DEFAULT_TARGET_ESS)
-    factor, guide = chol, None
-    same_size: list[AnnealingResult] = []
-    size = result = smaller = None  # smaller: the last smaller budget's pooled estimate
-    index = 0
-    while index < len(budgets):
-        budget = budgets[index]
-        previous, size = size, (budget.particles * n_particles, budget.moves * n_mcmc_steps,
-                                target_ess if budget.target_ess is None else budget.target_ess)
-        if size != previous and same_size:
-            smaller, same_size = result, []
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            same_size.append(annealed_log_expectation(
-                factor, log_likelihood, key=base, stream=index,
-                n_particles=size[0], n_mcmc_steps=size[1], target_ess=size[2], n_runs=n_runs, guide=guide,
-                **options))
-        result = pooled(same_size)
-        if result.runs_agree and result.se <= max_se:
-            if not (settle and _unconfirmed(smaller, result, max_se)):
-                return result
-            index = _next_budget(budgets, index)  # a repeat of this budget cannot show a bias its runs share
-            continue
-        if not result.runs_agree and exceeds(result, stop_above, len(budgets)):
-            return dataclasses.replace(result, stopped_above=float(stop_above))
-        guided = escalation() if escalation is not None and index + 1 < len(budgets) else None
-        escalation = None
-        if guided is not None:  # the guided rounds start afresh: nothing to skip
-            smaller, (factor, guide), same_size, index = result, guided, [], index + 1
-        else:
-            index = _next_round(budgets, index, len(same_size), result.se, max_se)
+    K = np.asarray(K, dtype=np.float64)
+    eigenvalues, vectors = np.linalg.eigh(0.5 * (K + K.T))
+    eigenvalues, vectors = np.clip(eigenvalues[::-1], 0.0, None), vectors[:, ::-1]
+    # dropped[r, i]: the variance of latent i outside the r leading directions
+    contributions = eigenvalues[None, :] * vectors**2
+    dropped = np.concatenate([np.cumsum(contributions[:, ::-1], axis=1)[:, ::-1], np.zeros((K.shape[0], 1))], axis=1)
+    rank = max(1, int(np.argmax(np.max(dropped, axis=0) <= tolerance**2)))
+    return vectors[:, :rank] * np.sqrt(eigenvalues[:rank])
+
+
+def padded_basis(factor: np.ndarray, size: int) -> np.ndarray:
+    """The (M, r) factor padded to blockdiag(factor, I) with its columns rounded up to
+    :func:`bayesvm._linalg.problem_size` (zero columns: latents that reach no input), so that nearby sizes and
+    ranks share one compiled sampler. The padding rows are independent N(0, 1) latents outside the likelihood."""
+    M, r = factor.shape
+    columns = _linalg.problem_size(r + size - M) if r < M else size
+    padded = np.zeros((size, columns))
+    padded[:M, :r] = factor
+    padded[M:, r:r + size - M] = np.eye(size - M)
+    return padded
+
+
+@float64
+def budgeted_log_normalization(factor, weights, C: float, *, budget: EvidenceBudget = EvidenceBudget(), key=0,
+                               anchor: bool = False, keep_particles: bool = False, move_last: bool = False,
+                               stream: int = 0) -> AnnealingResult:
+    """ln E_{w ~ N(0, I)}[prod_u nu((S w)_u; C)^{weights_u}] by tempered SMC at ``budget``'s fixed work.
+
+    factor: S (M, D), a square-root factor of the prior covariance of the distinct inputs (:func:`prior_basis`,
+    or a Cholesky factor); weights: (M,) their multiplicities, 0 at padding entries (which then take no part).
+    The factor is padded to :func:`bayesvm._linalg.problem_size` (M) (:func:`padded_basis`); the moves per
+    temperature follow the integral's dimension, min(D, the entries of positive weight). Where the runs disagree,
+    ``se`` is the standard deviation of the runs' ln Z_r (the mean then rests on one run or a few, and is biased
+    low). ``keep_particles``: the particles theta (R, N, size) over the padded inputs (moved once more at beta = 1
+    with ``move_last``, otherwise as the last resampling left them). The result's ``likelihood_evaluations`` is at
+    most ``budget.ceiling``; its ``rank`` is D.
+    """
+    factor = np.asarray(factor, dtype=np.float64)
+    weights = np.asarray(weights, dtype=np.float64)
+    M, D = factor.shape
+    size = _linalg.problem_size(M)
+    chol = padded_basis(factor, size)
+    mask = np.zeros(size)
+    mask[:M] = weights
+    dimension = min(D, int(np.count_nonzero(weights)))
+    plan = budget.plan(dimension, float(np.sum(weights)), float(C), anchor=anchor)
+    result = annealed_log_expectation(chol, product_route_log_likelihood, args=(float(C), mask), key=key,
+                                      stream=stream, keep_particles=keep_particles, move_last=move_last,
+                                      warn=False, **plan)
+    result = dataclasses.replace(result, rank=dimension)
     if not result.runs_agree:
-        warnings.warn(
-            f"the annealing runs still disagree at the largest budget ({result.n_runs} runs of {result.n_particles} "
-            f"particles, {result.n_mcmc_steps} moves per temperature; ln Z_r spread {np.std(result.log_z_runs):.2g} "
-            f"nats, effective number of runs {result.ess:.1f}): the value is likely biased low and its standard "
-            "error unreliable",
-            RuntimeWarning, stacklevel=3,
-        )
-    elif settle and _still_rising(smaller, result, max_se):
-        warnings.warn(
-            f"the annealed value still rose by {result.value - smaller.value:.2f} nats at the largest budget "
-            f"({smaller.value:.2f} -> {result.value:.2f}; {result.n_runs} runs of {result.n_particles} particles, "
-            f"{result.n_mcmc_steps} moves per temperature): it is likely still biased low",
-            RuntimeWarning, stacklevel=3,
-        )
-        return dataclasses.replace(result, settled=False)
+        result = dataclasses.replace(result, se=max(result.se, float(np.std(result.log_z_runs, ddof=1))))
     return result
-
-
-def settling_tolerance(smaller: AnnealingResult, larger: AnnealingResult, max_se: float) -> float:
-    """How far a larger budget's value may lie above a smaller one's before the smaller counts as biased low:
-    max(3 ``max_se``, 2 sqrt(se_smaller^2 + se_larger^2)) nats (infinite without a precision target).
-
-    Three times the precision target is the accuracy the target stands for (1 nat per 1,000 points at
-    :func:`target_standard_error`); twice the combined standard error keeps the runs' own noise from
-    passing for a bias."""
-    return max(3.0 * max_se, 2.0 * math.hypot(smaller.se, larger.se))
-
-
-def _still_rising(smaller: AnnealingResult | None, larger: AnnealingResult, max_se: float) -> bool:
-    """Whether ``larger`` lies more than :func:`settling_tolerance` above the smaller budget's value (False without
-    one)."""
-    return smaller is not None and larger.value - smaller.value > settling_tolerance(smaller, larger, max_se)
-
-
-def _unconfirmed(smaller: AnnealingResult | None, result: AnnealingResult, max_se: float) -> bool:
-    """Whether a precise round whose runs agree still needs a larger budget: its value lies more than
-    :func:`settling_tolerance` above the smaller budget's, or, with a precision target, its runs agree only narrowly
-    (fewer than :data:`CONFIRMED_SHARE` of them effective)."""
-    narrow = np.isfinite(max_se) and result.ess < CONFIRMED_SHARE * result.n_runs
-    return bool(narrow or _still_rising(smaller, result, max_se))
-
-
-def _next_budget(budgets: tuple[Budget, ...], index: int) -> int:
-    """The index of the first round after ``index`` with a budget other than its own (``len(budgets)`` if none)."""
-    following = index + 1
-    while following < len(budgets) and budgets[following] == budgets[index]:
-        following += 1
-    return following
-
-
-def _next_round(budgets: tuple[Budget, ...], index: int, pooled_rounds: int, se: float, max_se: float) -> int:
-    """The ladder's round after ``index``, skipping the repeats of its budget that cannot reach ``max_se``.
-
-    Pooling r more rounds of R runs with the ``pooled_rounds`` (k) made at this budget leaves at least the
-    k R runs' squared deviations in the standard error's numerator over (k + r) R runs, so the pooled error
-    stays above about ``se`` k / (k + r) however closely the new runs agree (unless their mean lies far above
-    the first rounds', which then did not hold the estimate anyway). Where even that bound misses
-    ``max_se`` and a larger budget follows, the repeats are skipped for it (at 400 pima rows the check's first
-    round reached 0.39 nats against a target of 0.13: its repeat cost 3.5 s of a 25 s estimate and was always
-    followed by the larger round; documentation: normalisation, "Repeats that cannot reach the target").
-    A repeat that is the ladder's last round is kept: past the cap only the runs' agreement counts.
-    """
-    following = _next_budget(budgets, index)
-    repeats = following - index - 1
-    if repeats and following < len(budgets) and se * pooled_rounds / (pooled_rounds + repeats) > max_se:
-        return following
-    return index + 1
-
-
-def _budgets(ladder) -> tuple[Budget, ...]:
-    """The ladder as :class:`Budget` rounds (an integer entry multiplies the particles alone); ``ValueError``
-    for an empty ladder or a multiple that is not a positive integer."""
-    budgets = tuple(Budget(*entry) if isinstance(entry, tuple) else Budget(entry) for entry in ladder)
-    if not budgets:
-        raise ValueError("ladder must have at least one round")
-    for budget in budgets:
-        check_count(budget.particles, "a ladder's particle multiple", 1)
-        check_count(budget.moves, "a ladder's move multiple", 1)
-        if budget.target_ess is not None and not 0.0 < budget.target_ess < 1.0:
-            raise ValueError(f"a ladder's target ESS must lie strictly between 0 and 1; got {budget.target_ess}")
-    return budgets

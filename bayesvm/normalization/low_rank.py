@@ -57,8 +57,8 @@ import numpy as np
 
 from .._precision import float64
 from .._validation import check_positive
-from .annealing import AnnealingResult
-from .budget import annealed_until_runs_agree
+from .annealing import AnnealingResult, annealed_log_expectation
+from .budget import EvidenceBudget
 from .ep_started import reference_log_ratio
 from ..compilation import jit
 from ..hyperparameters import MARGIN_RESOLUTION, kernel_at, penalty_at
@@ -130,7 +130,8 @@ def reference_log_likelihood(z: Array, mean: Array, scale: Array, log_det_scale:
 
 @float64
 def annealed_log_normalization_low_rank(prior: LowRankPrior, C: float, *, key=0, reference: bool = True,
-                                        **options) -> tuple[AnnealingResult, WeightGaussian]:
+                                        budget: EvidenceBudget = EvidenceBudget(), anchor: bool = False,
+                                        keep_particles: bool = False) -> tuple[AnnealingResult, WeightGaussian]:
     """ln N(D) = ln E_w[prod_i nubar_i(v_i^T w)] under the prior V V^T + diag(d), by tempered SMC over w.
 
     ``prior`` is a :class:`bayesvm.low_rank.LowRankPrior` (V, d) over the n
@@ -138,8 +139,8 @@ def annealed_log_normalization_low_rank(prior: LowRankPrior, C: float, *, key=0,
     ``reference`` (the default) the annealing starts from EP's Gaussian
     approximation of the weights' distribution
     (:func:`bayesvm.evidence.ep_low_rank.nu_weight_gaussian`), else from the prior
-    N(0, I) (module docstring). ``options`` go to
-    :func:`bayesvm.normalization.budget.annealed_until_runs_agree` (its budget grows until the runs agree); with ``keep_particles``
+    N(0, I) (module docstring). The work is ``budget``'s for the m + 1 weights (its anchor plan with
+    ``anchor``; :class:`bayesvm.normalization.budget.EvidenceBudget`); with ``keep_particles``
     the particles are the z, w = mean + z scale^T with the returned reference.
     """
     V, d = _checked_prior(prior)
@@ -147,8 +148,10 @@ def annealed_log_normalization_low_rank(prior: LowRankPrior, C: float, *, key=0,
     eye = jnp.eye(V.shape[1], dtype=V.dtype)
     start = (nu_weight_gaussian(LowRankPrior(V, d), C) if reference
              else WeightGaussian(jnp.zeros(V.shape[1]), eye, jnp.zeros(()), jnp.asarray(False)))
-    result = annealed_until_runs_agree(eye, reference_log_likelihood,
-                                      args=(start.mean, start.scale, start.log_det_scale, V, d, C), key=key, **options)
+    plan = budget.plan(V.shape[1], V.shape[0], C, anchor=anchor)
+    result = annealed_log_expectation(eye, reference_log_likelihood,
+                                      args=(start.mean, start.scale, start.log_det_scale, V, d, C), key=key,
+                                      keep_particles=keep_particles, warn=False, **plan)
     return result, start
 
 
@@ -180,13 +183,13 @@ class LowRankPathPrior:
         V, d = low_rank_prior_at(x, self.X, self.Z, self.template, self.kind)
         return low_rank_log_likelihood(w, V, d, penalty_at(x))
 
-    def anneal(self, x: np.ndarray, key, annealing: dict) -> Annealed | None:
+    def anneal(self, x: np.ndarray, key, budget: EvidenceBudget, anchor: bool) -> Annealed | None:
         prior, jitter = _prior_at(jnp.asarray(x), self.X, self.Z, self.template, self.kind)
         finite = all(bool(np.all(np.isfinite(np.asarray(a)))) for a in prior)
         if not (finite and float(jitter) <= MARGIN_RESOLUTION):
             return None
         result, reference = annealed_log_normalization_low_rank(
-            prior, float(np.exp(x[0])), key=key, keep_particles=True, **annealing
+            prior, float(np.exp(x[0])), key=key, keep_particles=True, budget=budget, anchor=anchor
         )
         z = jnp.reshape(result.particles, (-1, prior.V.shape[1]))
         return Annealed(result, reference.mean + z @ reference.scale.T, None)
@@ -197,13 +200,12 @@ class LowRankNormalizationPath(ReweightedPath):
 
     ``X`` (n, d) the training inputs, ``Z`` (m, d) the inducing inputs,
     ``template`` the kernel family, ``kind`` "fitc" or "dtc" (:mod:`bayesvm.low_rank`),
-    ``annealing`` the tempered-SMC budget at each anchor (default
-    :data:`bayesvm.normalization.path.ANCHOR_ANNEALING`). Same interface and
+    ``budget`` the fit's :class:`~bayesvm.normalization.budget.EvidenceBudget`. Same interface and
     re-anchoring rules as :class:`bayesvm.normalization.path.NormalizationPath`.
     """
 
     def __init__(self, X: Array, Z: Array, template: Kernel, kind: str = "fitc", key: int = 0,
-                 annealing: dict | None = None, min_ess_fraction: float = MIN_ESS_FRACTION):
+                 budget: EvidenceBudget = EvidenceBudget(), min_ess_fraction: float = MIN_ESS_FRACTION):
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}; got {kind!r}")
-        super().__init__(LowRankPathPrior(X, Z, template, kind), key, annealing, min_ess_fraction)
+        super().__init__(LowRankPathPrior(X, Z, template, kind), key, budget, min_ess_fraction)

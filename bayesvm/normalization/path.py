@@ -24,12 +24,8 @@ d ln N / dx = E[d ln f(z; x) / dx] under the reweighted particles, which is
 what differentiating the estimate gives). When the weights degenerate (their
 effective sample size falls below a fraction of S), or the point is far from
 every anchor, the path re-anchors: tempered SMC runs again at the new point.
-The estimate at the anchor itself is the SMC value (whose budget grows until
-its runs agree, :func:`bayesvm.normalization.budget.annealed_until_runs_agree`; under
-the exact prior, moving round EP's Gaussian after a first round that misses and, where
-the runs still disagree at its cap (or rise there), started again from that Gaussian,
-:func:`bayesvm.normalization.ep_started.annealed_with_ep_fallback`; where the caller names a level of ln N(D)
-above which its point is of no use, ``stop_above``, the budget stops once that is certain), so the path is exactly
+The estimate at the anchor itself is the SMC value (at the anchor plan of the fit's
+:class:`bayesvm.normalization.budget.EvidenceBudget`: fixed work, no escalation), so the path is exactly
 as accurate as tempered SMC there and degrades gracefully with distance; the
 effective sample size says how far. Where several anchors serve a point their
 estimates are blended (:func:`_blended`), each with a weight that falls to
@@ -66,8 +62,7 @@ from jax.scipy.special import logsumexp
 from .. import _linalg
 from .._precision import float64
 from .annealing import DEFAULT_MAX_SHRINKS, AnnealingResult, as_key, product_route_log_likelihood
-from .budget import BUDGET_LADDER
-from .ep_started import annealed_with_ep_fallback
+from .budget import EvidenceBudget, budgeted_log_normalization
 from .smc import moves_at_target
 from ..compilation import jit
 from ..hyperparameters import MARGIN_RESOLUTION, kernel_at, penalty_at
@@ -77,8 +72,6 @@ from ..model import log_nu
 Array = jax.Array
 
 __all__ = [
-    "ANCHOR_ANNEALING",
-    "ANCHOR_BUDGET",
     "Annealed",
     "FullPathPrior",
     "NormalizationPath",
@@ -89,14 +82,6 @@ __all__ = [
 
 #: relative jitters tried, in order, for the Cholesky factor of the prior
 _JITTERS = (0.0, 1e-13, 1e-11, 1e-9, 1e-7)
-#: tempered-SMC budget at an anchor (4 runs x 128 particles = 512 particles to reweight: the default estimate's
-#: particles per run, so that on the CPU both share one compiled sampler,
-#: :data:`bayesvm.normalization.annealing.CPU_RUNS_PER_PROGRAM`); its budget grows until the
-#: runs agree, without the settling rule and its last rung: the anchors steer, the check at the answer settles. With
-#: them the circles fit of benchmarks/held_out_style.py took 73-89 s instead of 37 s (74 evaluations and 27 anchors
-#: instead of 40 and 14), for the same held-out NLL (documentation: normalisation, "eleventh session")
-ANCHOR_BUDGET = {"ladder": BUDGET_LADDER[:-1], "settle": False}
-ANCHOR_ANNEALING = {"n_particles": 128, "n_runs": 4, "n_mcmc_steps": 3, **ANCHOR_BUDGET}
 #: re-anchor when the reweighted particles' effective sample size falls below this fraction. Measured at 0.1: a
 #: fifth fewer anchors but 11% more evaluations and twice the refinements (the reweighted value's error about doubles
 #: below a quarter), and no faster over 36 fits at 400 rows (documentation: speed, nineteenth session)
@@ -138,19 +123,21 @@ class PathPrior(Protocol):
     def log_integrand(self, x: Array, z: Array, aux: Any) -> Array:
         """ln f(z_s; x) for every row z_s of z (traceable and differentiable in x)."""
 
-    def anneal(self, x: np.ndarray, key, annealing: dict) -> Annealed | None:
-        """Tempered SMC at x with ``keep_particles``; None where the prior is not resolved at x."""
+    def anneal(self, x: np.ndarray, key, budget: EvidenceBudget, anchor: bool) -> Annealed | None:
+        """Tempered SMC at x at ``budget``'s anchor plan (``anchor``) or its full one, with its particles; None
+        where the prior is not resolved at x."""
 
 
 @jit
 def _prior_factor(x: Array, X: Array, mask: Array, template: Kernel) -> tuple[Array, Array]:
     """Cholesky factor of K(x) + jitter I with the smallest working jitter of ``_JITTERS``, and that jitter.
 
-    K(x) is the padded prior blockdiag(K_data(x), I) (``mask`` marks the data entries); the jitter is
+    K(x) is the padded prior blockdiag(K_data(x), I) (``mask`` is positive at the data entries); the jitter is
     relative to the data entries' mean prior variance.
     """
-    K = _linalg.unit_padding(kernel_at(template, x)(X), mask)
-    scale = jnp.sum(jnp.where(mask, jnp.diagonal(K), 0.0)) / jnp.sum(mask)
+    data = mask > 0
+    K = _linalg.unit_padding(kernel_at(template, x)(X), data)
+    scale = jnp.sum(jnp.where(data, jnp.diagonal(K), 0.0)) / jnp.sum(data)
     eye = jnp.eye(K.shape[0], dtype=K.dtype)
 
     def attempt(i):
@@ -181,10 +168,11 @@ class FullPathPrior:
 
     ln f(z; x) = sum_i ln nu((L(x) z)_i; C(x)) over the data entries, L(x) the Cholesky factor of
     K(x) + jitter I, the jitter fixed per anchor (``aux``). Not resolved where the jitter's variance
-    exceeds the margin's resolution (module docstring). ``X`` holds the training inputs padded to
-    :func:`bayesvm._linalg.problem_size` (n) rows and ``mask`` marks the n data rows (:meth:`of`): the
+    exceeds the margin's resolution (module docstring). ``X`` holds the distinct training inputs padded to
+    :func:`bayesvm._linalg.problem_size` rows and ``mask`` their multiplicities, 0 at the padding (:meth:`of`):
+    equal rows share one latent, so each distinct input's ln nu counts as many times as it occurs (exact); the
     padding entries are independent N(0, 1) latents outside the sum, which changes no value, and nearby
-    n share one compiled program.
+    sizes share one compiled program.
     """
 
     X: Array
@@ -193,28 +181,25 @@ class FullPathPrior:
 
     @classmethod
     def of(cls, X, template: Kernel) -> "FullPathPrior":
-        """The prior over the training inputs X (n, d), padded."""
-        n = X.shape[0]
-        size = _linalg.problem_size(n)
-        return cls(_linalg.pad_rows(X, size), _linalg.padding_mask(n, size), template)
+        """The prior over the distinct rows of the training inputs X (n, d) (:func:`bayesvm._linalg.distinct_rows`),
+        padded."""
+        index, counts = _linalg.distinct_rows(np.asarray(X))
+        size = _linalg.problem_size(index.size)
+        return cls(_linalg.pad_rows(np.asarray(X)[index], size), _linalg.pad_rows(counts, size), template)
 
     def log_integrand(self, x: Array, z: Array, jitter: Array) -> Array:
-        K = _linalg.unit_padding(kernel_at(self.template, x)(self.X), self.mask)
+        K = _linalg.unit_padding(kernel_at(self.template, x)(self.X), self.mask > 0)
         L = jnp.linalg.cholesky(K + jitter * jnp.eye(K.shape[0], dtype=K.dtype))
-        return jnp.sum(jnp.where(self.mask, log_nu(z @ L.T, penalty_at(x)), 0.0), axis=1)
+        return jnp.sum(self.mask * log_nu(z @ L.T, penalty_at(x)), axis=1)
 
-    def anneal(self, x: np.ndarray, key, annealing: dict) -> Annealed | None:
+    def anneal(self, x: np.ndarray, key, budget: EvidenceBudget, anchor: bool) -> Annealed | None:
         factor = self._resolved_factor(x)
         if factor is None:
             return None
         L, jitter = factor
-        routed = annealed_with_ep_fallback(L, float(np.exp(x[0])), self.mask.astype(L.dtype), key=key,
-                                           keep_particles=True, **annealing)
-        particles = routed.result.particles
-        if routed.route == "ep":  # z from EP's Gaussian: the whitened latents are w = m + S z
-            z = jnp.reshape(particles, (-1, L.shape[0]))
-            return Annealed(routed.result, routed.start.mean + z @ routed.start.scale.T, jitter)
-        return Annealed(routed.result, _whitened(L, particles), jitter)
+        result = budgeted_log_normalization(L, self.mask, float(np.exp(x[0])), budget=budget, key=key,
+                                            anchor=anchor, keep_particles=True, move_last=True)
+        return Annealed(result, _whitened(L, result.particles), jitter)
 
     def anchored(self, x: np.ndarray, result: AnnealingResult, key, n_mcmc_steps: int) -> Annealed | None:
         """An anchor at x from tempered SMC run there by another caller on the same prior (the selection's check:
@@ -229,7 +214,7 @@ class FullPathPrior:
             return None
         L, jitter = factor
         theta = moves_at_target(product_route_log_likelihood, L, as_key(key),
-                                (penalty_at(jnp.asarray(x)), self.mask.astype(L.dtype)), result.particles,
+                                (penalty_at(jnp.asarray(x)), self.mask), result.particles,
                                 n_mcmc_steps, max_shrinks=DEFAULT_MAX_SHRINKS)
         return Annealed(result, _whitened(L, theta), jitter)
 
@@ -320,28 +305,31 @@ class PathEstimate(NamedTuple):
 class ReweightedPath:
     """ln N(D) along a sequence of search points for any :class:`PathPrior` (module docstring).
 
-    Mutable by design: it owns the anchors met so far and counts the work.
+    Mutable by design: it owns the anchors met so far and counts the work. ``budget`` fixes each anchor's
+    tempered SMC (its anchor plan; after a refinement, its full plan's moves: runs with too few moves agree while
+    missing the same mass, which is what a refinement found).
     """
 
-    def __init__(self, prior: PathPrior, key: int = 0, annealing: dict | None = None,
+    def __init__(self, prior: PathPrior, key: int = 0, budget: EvidenceBudget = EvidenceBudget(),
                  min_ess_fraction: float = MIN_ESS_FRACTION):
         self.prior = prior
         self.key = key
-        self.annealing = dict(ANCHOR_ANNEALING if annealing is None else annealing)
+        self.budget = budget
         self.min_ess_fraction = min_ess_fraction
         self.anchors: list[_Anchor] = []
         self.n_evaluations = 0
         self.n_anchors = 0  # tempered-SMC runs made (anchors dropped by :meth:`refine` included)
-        self.n_stopped = 0  # of them, stopped early by :meth:`estimate`'s ``stop_above``
         self.n_refinements = 0
+        self.likelihood_evaluations = 0  # the anchors' work
 
-    def _annealed_anchor(self, x: np.ndarray, key, annealing: dict) -> _Anchor | None:
-        """Tempered SMC at x with ``annealing`` as an anchor (not yet one of the path's); None where not resolved."""
-        annealed = self.prior.anneal(x, key, annealing)
+    def _annealed_anchor(self, x: np.ndarray, key, anchor: bool) -> _Anchor | None:
+        """Tempered SMC at x as an anchor (not yet one of the path's), at the budget's anchor plan (``anchor``) or
+        its full one; None where not resolved."""
+        annealed = self.prior.anneal(x, key, self.budget, anchor)
         self.n_anchors += 1
         if annealed is None:
             return None
-        self.n_stopped += annealed.result.stopped_above is not None
+        self.likelihood_evaluations += annealed.result.likelihood_evaluations
         return self._anchor(x, annealed)
 
     def _anchor(self, x: np.ndarray, annealed: Annealed) -> _Anchor:
@@ -373,18 +361,14 @@ class ReweightedPath:
         return (reweighted, share) if enough and np.isfinite(float(reweighted.value)) else None
 
     @float64
-    def estimate(self, x, stop_above: float = np.inf) -> PathEstimate:
+    def estimate(self, x) -> PathEstimate:
         """ln N(D) and its gradient at the coordinates x, re-anchoring where the weights degenerate.
 
         The nearest anchors (at most three within ``_MAX_ANCHOR_DISTANCE``), with what their prior fixed where they
         were made (the full prior's jitter), serve x if their weights do (:meth:`_served`); those whose runs agreed
         are blended, newest first (:func:`_blended`), and only where none of them serves does an anchor whose runs
         disagreed give the estimate (with ``runs_agree`` False). Only when no anchor serves does tempered SMC run
-        here, if the prior is resolved here. ``stop_above``: a level of ln N(D) past which the caller needs nothing more
-        (a search's point is worse than its best where ln N(D) is above it); where a new anchor's first runs
-        disagree but its ln N(D) certainly exceeds the level, its budget stops there
-        (:func:`bayesvm.normalization.budget.annealed_until_runs_agree`) and the estimate comes back with
-        ``runs_agree`` False, as from an anchor whose runs disagree at the cap.
+        here, if the prior is resolved here.
         """
         x = np.asarray(x, dtype=np.float64)
         self.n_evaluations += 1
@@ -404,18 +388,18 @@ class ReweightedPath:
             serving = self._served(anchor, x)
             if serving is not None:
                 return _path_estimate(anchor, serving[0], anchored=False)
-        anchor = self._annealed_anchor(x, self.key, {**self.annealing, "stop_above": float(stop_above)})
+        anchor = self._annealed_anchor(x, self.key, anchor=self.n_refinements == 0)
         if anchor is None:
             return _unresolved(x)
         self.anchors.append(anchor)
         return self._at_own_anchor(anchor)
 
     @float64
-    def refine(self, x, annealing: dict, tolerance: float, reference: AnnealingResult | None = None) -> PathEstimate:
-        """Anchor again at x with ``annealing`` (a larger budget than the path's) and random numbers of its own (the
-        path's key folded with the number of refinements), or on ``reference``, tempered SMC already run at x with
-        its particles (:meth:`FullPathPrior.anchored`, moved with ``annealing``'s ``n_mcmc_steps`` and those random
-        numbers), and drop every anchor whose estimate at x this one contradicts.
+    def refine(self, x, tolerance: float, reference: AnnealingResult | None = None) -> PathEstimate:
+        """Anchor again at x at the budget's full plan and random numbers of its own (the path's key folded with the
+        number of refinements), or on ``reference``, tempered SMC already run at x with its particles
+        (:meth:`FullPathPrior.anchored`, moved with the full plan's moves and those random numbers), and drop every
+        anchor whose estimate at x this one contradicts; later anchors take the full plan's moves too.
 
         For where a fresh estimate at x has shown the path's value there to be off: agreeing runs of a small
         budget can all miss the same mass and lie low, and a search then climbs towards where they do. An anchor
@@ -429,9 +413,9 @@ class ReweightedPath:
         self.n_refinements += 1
         key = jax.random.fold_in(as_key(self.key), self.n_refinements)
         if reference is None:
-            new = self._annealed_anchor(x, key, annealing)
+            new = self._annealed_anchor(x, key, anchor=False)
         else:
-            annealed = self.prior.anchored(x, reference, key, annealing["n_mcmc_steps"])
+            annealed = self.prior.anchored(x, reference, key, reference.n_mcmc_steps)
             new = None if annealed is None else self._anchor(x, annealed)
         if new is None:
             return _unresolved(x)
@@ -458,12 +442,12 @@ class NormalizationPath(ReweightedPath):
     """ln N(D) along a search path under the exact prior (:class:`FullPathPrior`).
 
     ``X`` (n, d) are the training inputs, ``template`` the kernel family,
-    ``annealing`` the tempered-SMC budget at each anchor.
+    ``budget`` the fit's :class:`~bayesvm.normalization.budget.EvidenceBudget`.
     """
 
-    def __init__(self, X: Array, template: Kernel, key: int = 0, annealing: dict | None = None,
+    def __init__(self, X: Array, template: Kernel, key: int = 0, budget: EvidenceBudget = EvidenceBudget(),
                  min_ess_fraction: float = MIN_ESS_FRACTION):
-        super().__init__(FullPathPrior.of(X, template), key, annealing, min_ess_fraction)
+        super().__init__(FullPathPrior.of(X, template), key, budget, min_ess_fraction)
 
 
 def _unresolved(x: np.ndarray) -> PathEstimate:

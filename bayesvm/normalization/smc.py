@@ -270,6 +270,7 @@ def smc_runs(
     move_last: Array | bool = False,
     guide: SliceGuide | None = None,
     batch: Array | int = 0,
+    temperature_cap: Array | int = 2**30,
 ):
     """R independent tempered SMC runs of N particles, batched on a leading axis.
 
@@ -288,6 +289,9 @@ def smc_runs(
     :mod:`bayesvm.normalization.ep_started`, carries its whitened latents and two images of them this way).
     With a ``guide`` (:class:`SliceGuide`) the moves go round it instead of the prior: the particles then carry
     their whitened draws z beside theta = chol z, (R, N, D + M), of which the likelihood sees theta alone.
+    ``temperature_cap`` (traced, at most ``max_temperatures``, the schedule's buffer) bounds the steps: a run that
+    reaches it takes its last step to beta = 1 (every schedule gives an unbiased estimate; a coarse last step a
+    noisier one), so the work is known before the run starts.
     ``batch`` (traced) is folded into ``key``: a caller that computes its runs in several calls gives each call its
     own index, so the calls draw independent runs from one key without splitting it on the host (an eagerly split
     key compiles programs of its own).
@@ -304,7 +308,7 @@ def smc_runs(
     state = _SMCState(0, theta, ll, zeros, zeros, schedule, jnp.ones(R), zeros, zeros, zeros)
 
     def unfinished(c: _SMCState):
-        return jnp.any(c.beta < 1.0) & (c.t < max_temperatures)
+        return jnp.any(c.beta < 1.0) & (c.t < jnp.minimum(temperature_cap, max_temperatures))
 
     def anneal(c: _SMCState) -> _SMCState:
         t, beta = c.t, c.beta
@@ -314,7 +318,8 @@ def smc_runs(
             lambda: _next_increment(c.ll, beta, target_ess),
             lambda: jnp.full(R, temperatures[t + 1] - temperatures[t]),
         )
-        delta = jnp.where(active, delta, 0.0)
+        # the cap's step goes the rest of the way: the work is bounded, the estimate still unbiased
+        delta = jnp.where(active, jnp.where(t + 1 >= temperature_cap, 1.0 - beta, delta), 0.0)
         log_w = delta[:, None] * c.ll
         log_z = c.log_z + logsumexp(log_w, -1) - jnp.log(N)
         min_ess = jnp.where(active, jnp.minimum(c.min_ess, _ess_fraction(log_w)), c.min_ess)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import jax.numpy as jnp
 import numpy as np
@@ -47,8 +47,8 @@ from ..hyperparameters import SearchSpace, kernel_hyperparameters_at, pairwise_d
 from ..hyperparameters import feature_pairwise_distances
 from ..kernels import Kernel, is_ard
 from ..normalization.annealing import AnnealingResult
-from ..normalization.budget import default_moves, target_standard_error
-from ..normalization.path import ANCHOR_ANNEALING, ANCHOR_BUDGET, ReweightedPath
+from ..normalization.budget import EvidenceBudget
+from ..normalization.path import ReweightedPath
 from .search_priors import FullPrior, InducingPrior
 
 __all__ = [
@@ -76,10 +76,8 @@ class SearchOptions:
     relative amount (default 0: only an iteration that gains nothing; one small step on a ridge ended climbs short
     of the maximum, which the ``stall`` test, over several iterations, does not: documentation, large data,
     "ninth session"); stall: stop when
-    the last ``stall`` iterations together raised ln P(D) by less than the
-    standard error ln N(D) is estimated to
-    (:func:`~bayesvm.normalization.budget.target_standard_error`, per
-    problem), gains below what the evidence resolves (0: never); ep_damping,
+    the last ``stall`` iterations together raised ln P(D) by less than what
+    the evidence resolves (:func:`resolution`, per problem; 0: never); ep_damping,
     ep_tol, ep_log_z_tol, ep_max_iter: EP's loop while searching (loose: the
     gradient is exact at the fixed point, and a warm start is close to it);
     ep_fallbacks: (damping, max_iter) pairs tried in turn, from cold sites, where
@@ -88,8 +86,7 @@ class SearchOptions:
     (:func:`screen_candidates`) before the start is skipped;
     refinements: how many times :func:`select_by_search` may re-anchor the path where a fresh ln N(D) at an end
     point contradicts it, and climb again from there (0: never);
-    annealing: the tempered-SMC budget at each anchor of the ln N(D) path (by default
-    :data:`bayesvm.normalization.path.ANCHOR_ANNEALING`).
+    budget: the fixed work of ln N(D) at each anchor of the path (:class:`~bayesvm.normalization.budget.EvidenceBudget`).
     """
 
     max_iter: int = 40
@@ -103,7 +100,7 @@ class SearchOptions:
     ep_fallbacks: tuple[tuple[float, int], ...] = EP_LOOPS
     max_screen: int = 8
     refinements: int = 2
-    annealing: dict = field(default_factory=lambda: dict(ANCHOR_ANNEALING))
+    budget: EvidenceBudget = EvidenceBudget()
 
 
 @dataclass(frozen=True)
@@ -129,16 +126,15 @@ class SearchResult:
 
     ends: each climb's best evaluation (one per start, then one per refinement of :func:`select_by_search`);
     messages: L-BFGS-B's reason for stopping, per climb; steps: every evaluation in order (``start`` numbers the
-    climb); n_anchors: tempered-SMC runs of the ln N(D) path; n_stopped_anchors: of them, those whose budget stopped
-    early at a point certainly worse than its climb's best (:meth:`_Objective.worse_above`); seconds: wall time of the
-    climbs.
+    climb); n_anchors: tempered-SMC runs of the ln N(D) path; likelihood_evaluations: their work (each at most the
+    budget's :meth:`~bayesvm.normalization.budget.EvidenceBudget.ceiling`); seconds: wall time of the climbs.
     """
 
     ends: tuple[SearchStep, ...]
     messages: tuple[str, ...]
     steps: tuple[SearchStep, ...]
     n_anchors: int
-    n_stopped_anchors: int
+    likelihood_evaluations: int
     seconds: float
     template: Kernel
 
@@ -219,15 +215,6 @@ class _Objective:
             sites = EPSites(*(np.where(converged[:, None], s, 0.0) for s in naive.sites))
         return naive, sweeps, factorizations
 
-    def worse_above(self, log_naive: float) -> float:
-        """The level of ln N(D) above which a point with ln Q(D) = ``log_naive`` is worse than the climb's best so far
-        (k problems: sum_c ln Q(D_c) - k ln N(D) below that best); +inf before the climb has a feasible point. An
-        anchor there stops its budget once ln N(D) certainly exceeds it (:meth:`ReweightedPath.estimate`): the point
-        is infeasible for the line search either way, and the budget would have grown, at up to 20 times the
-        cost, only to say how much worse (theory: "Hyperparameter selection")."""
-        best = max((s.log_evidence for s in self.steps if s.start == self.start), default=-np.inf)
-        return (log_naive - best) / self.Y.shape[0] if np.isfinite(best) else np.inf
-
     def __call__(self, x_free):
         x = self.full(x_free)
         if self.last is None or not np.array_equal(self.last[0], x):
@@ -241,7 +228,7 @@ class _Objective:
         feasible = bool(np.all(np.asarray(naive.converged)))
         log_naive = float(np.sum(np.asarray(naive.value)))
         # ln N(D) only where ln Q(D) is usable: an anchor far outside the useful region can cost seconds
-        norm = self.path.estimate(x, self.worse_above(log_naive)) if feasible else None
+        norm = self.path.estimate(x) if feasible else None
         # a path estimate resting on disagreeing SMC runs is biased low (the evidence high): not usable
         feasible = feasible and norm.resolved and norm.runs_agree and np.isfinite(norm.value)
         k = self.Y.shape[0]  # the problems share ln N(D), which depends on the inputs only
@@ -261,6 +248,12 @@ class _Objective:
         # per training point: gradients of order one, so L-BFGS-B's first (identity-Hessian) step stays local
         n = self.X.shape[0]
         return -self.steps[-1].log_evidence / n, -gradient[self.space.free] / n
+
+
+def resolution(n: int) -> float:
+    """What the evidence of one problem over n points resolves, in nats: max(0.1, n / 3000) (an accuracy of 1 nat
+    per 1,000 points, over three); the search stops once its last iterations gain less."""
+    return max(0.1, n / 3000.0)
 
 
 def _path_factorizations(norm) -> int:
@@ -347,12 +340,12 @@ class EvidenceAscent:
         X = jnp.asarray(X, dtype=jnp.float64)
         Y = np.atleast_2d(np.asarray(y, dtype=np.float64))
         naive, normalization = path_estimators("ep", "annealed", tol=options.ep_tol, log_z_tol=options.ep_log_z_tol,
-                                               key=random_state, options=dict(options.annealing))
+                                               key=random_state, budget=options.budget)
         self.path = normalization.along_path(X, template, prior.inducing)
         self.objective = _Objective(X, Y, space, options, naive.along_path(X, template, prior.inducing), self.path,
                                     progress, n_starts)
         # k problems sum k evidences, each resolved to about the target standard error
-        self.resolution = Y.shape[0] * target_standard_error(X.shape[0])
+        self.resolution = Y.shape[0] * resolution(X.shape[0])
         self.messages: list[str] = []
         self.seconds = time.perf_counter() - started  # wall time of the ascent's own work
 
@@ -404,19 +397,14 @@ class EvidenceAscent:
 
         The new anchor at x is the fresh check's own tempered SMC there, ``reference`` (its result with its
         particles as theta, :func:`bayesvm.selection.trust.check_point`'s; the full prior), its particles moved
-        once with the check's moves per temperature
+        with the check's moves per temperature
         (:meth:`~bayesvm.normalization.path.FullPathPrior.anchored`): the path's value at x is
         then the check's, with no second estimate of the same size. Otherwise (the low-rank prior) tempered SMC
-        runs again at x with the check's particles and slice moves but the path's precision target and budget
-        (:data:`~bayesvm.normalization.path.ANCHOR_BUDGET`). From here on the path's anchors take the check's
-        slice moves per temperature (:func:`~bayesvm.normalization.budget.default_moves`): runs with too few moves
-        agree while missing the same mass, which is what misled the path; they keep the search's particles.
+        runs again at x at the budget's full plan. From here on the path's anchors take the full plan's slice moves
+        per temperature: runs with too few moves agree while missing the same mass, which is what misled the path.
         """
         started = time.perf_counter()
-        moves = default_moves(int(self.objective.X.shape[0]))
-        self.path.refine(x, {"n_mcmc_steps": moves, "max_se": self.path.annealing.get("max_se", np.inf),
-                             **ANCHOR_BUDGET}, tolerance, reference)
-        self.path.annealing = {**self.path.annealing, "n_mcmc_steps": moves}
+        self.path.refine(x, tolerance, reference)
         self.seconds += time.perf_counter() - started
         self.climb(x, note=f"{_REFINED} {_describe(x)}: ")
 
@@ -424,7 +412,8 @@ class EvidenceAscent:
         steps = self.objective.steps
         ends = [climb_end([s for s in steps if s.start == i], self.resolution) for i in range(len(self.messages))]
         return SearchResult(ends=tuple(ends), messages=tuple(self.messages), steps=tuple(steps),
-                            n_anchors=self.path.n_anchors, n_stopped_anchors=self.path.n_stopped,
+                            n_anchors=self.path.n_anchors,
+                            likelihood_evaluations=self.path.likelihood_evaluations,
                             seconds=self.seconds,
                             template=self.template)
 

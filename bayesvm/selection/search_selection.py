@@ -27,6 +27,7 @@ from ..evidence.log_evidence import Evidence, OneVsRestEvidence
 from ..hyperparameters import SearchSpace
 from ..kernels import Kernel, is_ard
 from ..normalization.annealing import AnnealingResult
+from ..normalization.budget import EvidenceBudget
 from .search import EvidenceAscent, SearchOptions, SearchResult
 from .search_priors import FullPrior, InducingPrior
 from .trust import NORMALIZATION_TOLERANCE, TrustReport, check_point, trust_report, warn_untrusted
@@ -76,14 +77,16 @@ class SearchSelection:
     report: TrustReport
     search: SearchResult
     seconds: dict
+    check_evaluations: int = 0
     method: str = "search"
 
     def summary_counts(self) -> dict:
-        """The work done: evaluations, EP sweeps, factorisations, SMC anchors (and those stopped early at points worse
-        than their climb's best), starts, refinements of the path, per-phase seconds."""
+        """The work done: evaluations, EP sweeps, factorisations, SMC anchors, the likelihood evaluations of ln N(D)'s
+        sampler in the search and in the checks, starts, refinements of the path, per-phase seconds."""
         return {"evaluations": self.search.n_evaluations, "ep_sweeps": self.search.ep_sweeps,
                 "factorizations": self.search.factorizations, "anchors": self.search.n_anchors,
-                "stopped_anchors": self.search.n_stopped_anchors,
+                "normalization_evaluations_search": self.search.likelihood_evaluations,
+                "normalization_evaluations_check": self.check_evaluations,
                 "starts": len(self.search.ends) - self.search.n_refinements,
                 "refinements": self.search.n_refinements, **{f"seconds_{k}": v for k, v in self.seconds.items()}}
 
@@ -144,7 +147,7 @@ def select_by_search(data: TrainingData, template: Kernel, *, space: SearchSpace
         if message.startswith("skipped"):
             warnings.warn(f"start {i} of the search was {message}; the answer comes from the other starts",
                           RuntimeWarning, stacklevel=3)
-    check = _FreshChecks(data, prior, random_state)
+    check = _FreshChecks(data, prior, random_state, options.budget)
     refined_at: set[bytes] = set()
     while True:
         search = ascent.result()
@@ -170,6 +173,7 @@ def select_by_search(data: TrainingData, template: Kernel, *, space: SearchSpace
         kernel_name=template.name, shape_name=template.shape_parameter, best=hyperparameter_dict(C, kernel),
         best_value=float(evidence.total), best_se=float(evidence.total_se), best_kernel=kernel, evidence=evidence,
         report=report, search=search, seconds={"search": search.seconds, "check": check.seconds},
+        check_evaluations=check.likelihood_evaluations,
     )
 
 
@@ -192,11 +196,13 @@ class _FreshChecks:
     ln N(D) (:func:`bayesvm.selection.trust.trust_report`). Keeps each fresh ln N(D)'s tempered-SMC result and
     particles (full prior) for a refinement there, and counts the seconds spent on fresh evidence."""
 
-    def __init__(self, data: TrainingData, prior: FullPrior | InducingPrior, random_state):
-        self.data, self.prior, self.random_state = data, prior, random_state
+    def __init__(self, data: TrainingData, prior: FullPrior | InducingPrior, random_state,
+                 budget: EvidenceBudget = EvidenceBudget()):
+        self.data, self.prior, self.random_state, self.budget = data, prior, random_state, budget
         # end point -> (C, kernel, evidence by the reference estimators, its fresh ln N(D)'s tempered SMC)
         self.fresh: dict[bytes, tuple] = {}
         self.seconds = 0.0
+        self.likelihood_evaluations = 0  # the fresh ln N(D)s' sampler work
 
     def __call__(self, search: SearchResult, step) -> tuple:
         """(step, C, kernel, evidence, report) at the end point ``step``."""
@@ -207,8 +213,10 @@ class _FreshChecks:
         started = time.perf_counter()
         C, kernel = search.hyperparameters(step)
         evidence, report, reference = check_point(self.data, C, kernel, step.log_normalization,
-                                                  random_state=self.random_state, **self.prior.evidence_options)
+                                                  random_state=self.random_state, budget=self.budget,
+                                                  **self.prior.evidence_options)
         self.fresh[point] = (C, kernel, evidence, reference)
+        self.likelihood_evaluations += 0 if reference is None else reference.likelihood_evaluations
         self.seconds += time.perf_counter() - started
         return step, C, kernel, evidence, report
 

@@ -30,7 +30,8 @@ from ..hyperparameters import SearchSpace
 from ..kernels import Kernel, is_ard
 from ..evidence.laplace import DETERMINANTS
 from ..normalization.draws import normalization_inputs
-from .search import default_starts
+from ..normalization.budget import EvidenceBudget
+from .search import SearchOptions, default_starts
 from .search_selection import SearchSelection, select_by_search
 from .search_priors import prior_for
 from .surface import EvidenceSurface
@@ -86,6 +87,7 @@ def select_hyperparameters(
     inducing="auto",
     random_state: int = 0,
     progress: Callable[[int, int], None] | None = None,
+    evidence_budget: float = 1.0,
 ) -> SearchSelection | EvidenceSurface:
     """Choose C, the amplitude k0, the kernel's shape and the offset k_b.
 
@@ -121,15 +123,19 @@ def select_hyperparameters(
         of inducing inputs, or an (m, d) array of them.
     random_state : seed of the samplers and the CV folds.
     progress : called as ``progress(done, total)`` as the work proceeds.
+    evidence_budget : ``method="search"``: a positive number scaling ln N(D)'s fixed work in the search and the
+        check at the answer (:class:`bayesvm.normalization.budget.EvidenceBudget`; 1 is the default).
     """
     return select_for(training_data(X, y), kernel_template(kernel), method=method, grid=grid, estimators=estimators,
-                      options=options, cv=cv, inducing=inducing, random_state=random_state, progress=progress)
+                      options=options, cv=cv, inducing=inducing, random_state=random_state, progress=progress,
+                      budget=EvidenceBudget(evidence_budget))
 
 
 def select_for(data: TrainingData, template: Kernel, *, method: str = "search", grid=None,
                estimators: GridEstimators = GridEstimators(), options: GridOptions = GridOptions(), cv: int = 5,
                inducing="auto", random_state: int = 0,
-               progress: Callable[[int, int], None] | None = None) -> SearchSelection | EvidenceSurface:
+               progress: Callable[[int, int], None] | None = None,
+               budget: EvidenceBudget = EvidenceBudget()) -> SearchSelection | EvidenceSurface:
     """:func:`select_hyperparameters` on validated training data (:func:`bayesvm._validation.training_data`) within
     the kernel family ``template``: what the estimator calls, so that its inputs are validated once, by it."""
     X, Y, classes = data
@@ -146,7 +152,7 @@ def select_for(data: TrainingData, template: Kernel, *, method: str = "search", 
         space = _search_space(X, template, grid)
         prior = prior_for(X, inducing, random_state=random_state)
         return select_by_search(data, template, space=space, starts=default_starts(space, X, template), prior=prior,
-                                random_state=random_state, progress=progress)
+                                options=SearchOptions(budget=budget), random_state=random_state, progress=progress)
     if inducing not in (None, "auto"):
         raise ValueError(f"inducing inputs are used by method='search' only; got method={method!r}")
     if classes.size > 2:

@@ -4,9 +4,8 @@ A search moves on cheap estimates (loose EP, reweighted SMC particles). At
 the point it returns, the evidence is computed again with the reference
 estimators, and three tests decide whether the point can be trusted:
 
-* ln N(D): a fresh tempered-SMC estimate over the training inputs whose
-  budget grows until its runs agree, up to a cap
-  (:func:`bayesvm.normalization.budget.annealed_until_runs_agree`); its runs
+* ln N(D): a fresh tempered-SMC estimate over the training inputs at the fit's
+  fixed budget (:class:`bayesvm.normalization.budget.EvidenceBudget`); its runs
   must agree (otherwise it is biased low and the evidence
   biased high), and it must agree with the search's estimate within
   ``NORMALIZATION_TOLERANCE`` nats or three standard errors;
@@ -28,7 +27,9 @@ from typing import NamedTuple
 from .._validation import TrainingData
 from ..evidence.log_evidence import Evidence, OneVsRestEvidence, one_vs_rest_evidence, training_normalization
 from ..kernels import Kernel
+from ..exceptions import BayesvmWarning, ConvergenceWarning, EvidenceBudgetWarning, UntrustedEvidenceWarning
 from ..normalization.annealing import AnnealingResult
+from ..normalization.budget import EvidenceBudget
 
 __all__ = ["NORMALIZATION_TOLERANCE", "TrustReport", "check_point", "trust_report", "warn_untrusted"]
 
@@ -41,8 +42,8 @@ class TrustReport(NamedTuple):
 
     search_log_normalization: the search's estimate of ln N(D) there;
     reference_log_normalization, reference_se: the fresh tempered-SMC value;
-    runs_agree: its independent runs agree and its value settled as the budget grew (at the largest budget it
-    reached; see :func:`bayesvm.normalization.budget.annealed_until_runs_agree`);
+    runs_agree: its independent runs agreed within the fit's fixed budget
+    (:class:`bayesvm.normalization.budget.EvidenceBudget`);
     normalization_agrees: search and reference within tolerance;
     naive_converged, posterior_converged: EP for ln Q(D) at full tolerance.
     """
@@ -60,8 +61,9 @@ class TrustReport(NamedTuple):
 
 
 def check_point(data: TrainingData, C: float, kernel: Kernel, search_log_normalization: float,
-                *, random_state=0, inducing=None) -> tuple[Evidence | OneVsRestEvidence, TrustReport,
-                                                            AnnealingResult | None]:
+                *, random_state=0, inducing=None,
+                budget: EvidenceBudget = EvidenceBudget()) -> tuple[Evidence | OneVsRestEvidence, TrustReport,
+                                                                    AnnealingResult | None]:
     """The evidence at (C, kernel) by :func:`bayesvm.log_evidence`'s defaults, the tests of the module docstring,
     and on the full prior the tempered-SMC result behind the fresh ln N(D) with its final particles (theta
     over the padded inputs; None on the low-rank prior), on which a search can re-anchor its path.
@@ -74,11 +76,11 @@ def check_point(data: TrainingData, C: float, kernel: Kernel, search_log_normali
     :class:`OneVsRestEvidence` of the k one-vs-rest problems, whose ln Q(D) must all converge.
     """
     with warnings.catch_warnings():  # failures are reported by the report, once
-        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", BayesvmWarning)
         norm = None if inducing is not None else training_normalization(data, C, kernel, random_state=random_state,
-                                                                        keep_particles=True)
+                                                                        keep_particles=True, budget=budget)
         evidence = one_vs_rest_evidence(data, C, kernel, random_state=random_state, inducing=inducing,
-                                        normalization_estimate=norm)
+                                        normalization_estimate=norm, budget=budget)
     evidence = evidence.problems[0] if len(evidence.problems) == 1 else evidence
     reference = None if norm is None else norm.diagnostics["annealing"]
     return evidence, trust_report(evidence, search_log_normalization), reference
@@ -102,24 +104,22 @@ def warn_untrusted(report: TrustReport, C: float, amplitude: float) -> None:
     where = f"at the selected point (C = {C:.3g}, amplitude = {amplitude:.3g})"
     if not report.runs_agree:
         warnings.warn(
-            f"ln N(D) could not be estimated reliably {where}: the independent tempered-SMC runs disagree, or "
-            "agree but still rose with the sampler's budget at its cap, so its value is likely biased low and the "
-            "evidence biased high (a prior far wider than the margin). Bound the amplitude or fix C, and compare "
-            "with cross-validation",
-            RuntimeWarning, stacklevel=5,
+            f"ln N(D)'s fixed budget ran out before its tempered-SMC runs agreed {where}: ln P(D) is likely "
+            f"overstated and its error ({report.reference_se:.2f} nats) is that of a single run. The hyperparameters "
+            "and probabilities stand; pass a larger evidence_budget, or call certify_evidence() on the fitted "
+            "estimator (bayesvm select --certify), to estimate ln P(D) more precisely",
+            EvidenceBudgetWarning, stacklevel=5,
         )
     elif not report.normalization_agrees:
         warnings.warn(
-            f"the search's ln N(D) estimate ({report.search_log_normalization:.2f}) and a fresh tempered-SMC "
-            f"estimate ({report.reference_log_normalization:.2f} +- {report.reference_se:.2f}) disagree {where}: "
-            "the search moved on an inaccurate ln N(D), and the point may not be the evidence maximum. Where the "
-            "sampler's estimates differ this much the fresh one can be low as well (agreeing runs that all miss the "
-            "same mass), so ln P(D) there may be overstated by more than its standard error",
-            RuntimeWarning, stacklevel=5,
+            f"the search's ln N(D) ({report.search_log_normalization:.2f}) and a fresh estimate "
+            f"({report.reference_log_normalization:.2f} +- {report.reference_se:.2f}) disagree {where}, so the point "
+            "may not be the evidence maximum. Pass a larger evidence_budget for a more precise search",
+            UntrustedEvidenceWarning, stacklevel=5,
         )
     if not report.naive_converged:
         warnings.warn(
-            f"EP's posterior did not converge {where} (its sites keep moving), so ln Q(D) and the class "
-            "probabilities there are unreliable; this happens in the small-C, huge-amplitude corner",
-            RuntimeWarning, stacklevel=5,
+            f"EP's posterior did not converge {where}, so ln Q(D) and the class probabilities there are unreliable "
+            "(the small-C, huge-amplitude corner). Fix C, or fix a smaller amplitude",
+            ConvergenceWarning, stacklevel=5,
         )
