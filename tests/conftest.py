@@ -1,4 +1,4 @@
-"""Test-session setup.
+"""Test setup.
 
 Compiled programs are released after every test module. Each compiled
 program keeps its code in memory mappings (about 400 for the batched dual

@@ -459,7 +459,7 @@ def test_a_higher_point_that_fails_its_checks_is_reported_not_dropped_silently(m
 
 def test_where_the_search_and_a_fresh_ln_n_disagree_the_warning_says_the_evidence_may_be_overstated():
     """The moons fit's answer (420 rows): the search's ln N(D) -59.25 against a fresh, trusted -56.93 +- 0.14, which
-    runs with more temperatures put 1.2-2.1 nats higher (documentation: normalisation, tenth session). One warning,
+    runs with more temperatures put 1.2-2.1 nats higher (documentation: normalisation, "What to trust"). One warning,
     with both values, that names the disagreement and says that ln P(D) may be overstated beyond its standard
     error."""
     from bayesvm.selection.trust import TrustReport, warn_untrusted
