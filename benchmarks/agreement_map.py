@@ -91,10 +91,9 @@ def design(space: SearchSpace, points: int, seed: int) -> np.ndarray:
 def reference(kernel, C, X, seeds, particles, runs, tolerance, target_ess):
     """Two long runs by two routes from other seeds: from the prior and from EP's Gaussian
     (:func:`bayesvm.normalization.ep_started.annealed_from_ep`), each with four times the default's slice moves
-    per temperature (:func:`bayesvm.normalization.budget.default_moves`; until 2026-11-26 the references used
-    the default's 5 moves, and runs that have not mixed can agree while all lying low) and the temperatures of
-    ``target_ess`` (until 2026-11-27 the default's 0.5: 5-7 temperatures at hard points, where 0.95 gave values
-    1-2 nats higher for the same moves in all; documentation: normalisation, "tenth session"). Their mean where
+    per temperature (:func:`bayesvm.normalization.budget.default_moves`: runs that have not mixed can agree
+    while all lying low) and the temperatures of ``target_ess`` (0.95 by default: at hard points the default's
+    0.5 gives 5-7 temperatures and values 1-2 nats lower for the same moves; docs/normalisation.md). Their mean where
     both agree internally and with each other; else, since disagreeing runs are biased low, the higher value if
     its own runs agree; else None."""
     chol = prior_factor(np.asarray(kernel(X)))
@@ -238,7 +237,7 @@ def summarise(rows: list[dict]) -> list[dict]:
             "worst_error": float(np.max(errors)) if errors else None,
             "target_worst": key[1] / 1000.0,
             "median_seconds": float(np.median([r["seconds"] for r in group])),
-            # beyond the first round of 16 runs x 128 particles x default_moves(n) (5 moves before 2026-11-26)
+            # beyond the first round of 16 runs x 128 particles x default_moves(n)
             "escalated": float(np.mean([r["runs"] * r["particles"] * r["moves"] > 16 * 128 * default_moves(r["n"])
                                         for r in group])),
         })

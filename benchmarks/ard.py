@@ -49,27 +49,28 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
-from sklearn.gaussian_process import GaussianProcessClassifier
-from sklearn.gaussian_process.kernels import RBF as SkRBF
-from sklearn.gaussian_process.kernels import ConstantKernel
+from _common import (
+    RESULTS,
+    add_standard_arguments,
+    environment,
+    fit_and_predict,
+    gp_classifier,
+    load_average,
+    markdown_table,
+    write_json,
+)
 from sklearn.model_selection import StratifiedShuffleSplit
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from selection import RESULTS, _fit_and_predict, _load, _markdown, _plain, environment  # noqa: E402
-
-from bayesvm import BayesianSVC  # noqa: E402
-from bayesvm.datasets import load_dataset  # noqa: E402
-from bayesvm.hyperparameters import SearchSpace  # noqa: E402
-from bayesvm.metrics import error_rate, negative_log_likelihood  # noqa: E402
+from bayesvm import BayesianSVC
+from bayesvm.datasets import load_dataset
+from bayesvm.hyperparameters import SearchSpace
+from bayesvm.metrics import error_rate, negative_log_likelihood
 
 DATASETS = ("irrelevant", "breast_cancer_mean", "pima")
 ARMS = ("ard", "iso", "gpc-ard")
@@ -110,12 +111,12 @@ def dataset_splits(name: str, n_splits: int, n_train: int):
 
 def run_bayesvm(arm: str, X_train, y_train, X_test, y_test) -> dict:
     model = BayesianSVC(ard=arm == "ard")
-    load = _load()
-    fit_s, _, p_positive, predicted, caught = _fit_and_predict(model, X_train, y_train, X_test)
+    load = load_average()
+    fit_s, _, p_positive, predicted, caught = fit_and_predict(model, X_train, y_train, X_test)
     length_scale = np.atleast_1d(model.length_scale_)
     upper = SearchSpace.default(X_train, model.kernel_).upper[3:]
     return {
-        "fit_s": fit_s, "load_before": load, "load_after": _load(),
+        "fit_s": fit_s, "load_before": load, "load_after": load_average(),
         "nll": negative_log_likelihood(y_test, p_positive), "error": error_rate(y_test, predicted),
         "length_scale": length_scale, "at_upper_bound": np.abs(np.log(length_scale) - upper) < BOUND_TOLERANCE,
         "C": model.C_, "amplitude": model.amplitude_, "offset": model.offset_,
@@ -127,11 +128,11 @@ def run_bayesvm(arm: str, X_train, y_train, X_test, y_test) -> dict:
 
 def run_gpc_ard(X_train, y_train, X_test, y_test) -> dict:
     d = X_train.shape[1]
-    model = GaussianProcessClassifier(kernel=ConstantKernel() * SkRBF(length_scale=np.ones(d)))
-    load = _load()
-    fit_s, _, p_positive, predicted, caught = _fit_and_predict(model, X_train, y_train, X_test)
+    model = gp_classifier(np.ones(d))
+    load = load_average()
+    fit_s, _, p_positive, predicted, caught = fit_and_predict(model, X_train, y_train, X_test)
     return {
-        "fit_s": fit_s, "load_before": load, "load_after": _load(),
+        "fit_s": fit_s, "load_before": load, "load_after": load_average(),
         "nll": negative_log_likelihood(y_test, p_positive), "error": error_rate(y_test, predicted),
         "length_scale": np.atleast_1d(model.kernel_.k2.length_scale),
         "amplitude": float(model.kernel_.k1.constant_value),
@@ -175,7 +176,7 @@ def comparison_table(results: dict, arms: list[str]) -> str:
             shown = ", ".join(f"{v:.3g}" + ("^" if b == entry["n_splits"] else "") for v, b in zip(scales, bound))
             rows.append([name, str(entry["d"]), arm, f"{s['nll'][0]:.3f} ± {s['nll'][1]:.3f}",
                          f"{s['error'][0]:.3f} ± {s['error'][1]:.3f}", f"{s['fit_s'][0]:.1f}", ln_p, shown])
-    return _markdown(header, rows) + "\n\n^ at the upper bound of the search box on every split (switched off)"
+    return markdown_table(header, rows) + "\n\n^ at the upper bound of the search box on every split (switched off)"
 
 
 def scaling_table(rows: list[dict]) -> str:
@@ -189,7 +190,7 @@ def scaling_table(rows: list[dict]) -> str:
                      str(c["anchors"]), f"{c['seconds_search'] / max(c['evaluations'], 1):.2f}",
                      "yes" if fit["trusted"] else "NO", f"{fit['error']:.3f}", f"{row['separation']:.1f}",
                      f"{fit['load_before']:.1f}"])
-    return _markdown(header, body)
+    return markdown_table(header, body)
 
 
 def separation(length_scale: np.ndarray) -> float:
@@ -248,11 +249,13 @@ def parse_args(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
     parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS)
-    parser.add_argument("--splits", type=int, default=3)
+    add_standard_arguments(parser, out=None, seed=None, splits=3,
+                           quick="one split of irrelevant at 60 points; d = 2, 5 at n = 60")
     parser.add_argument("--train", type=int, default=150)
     parser.add_argument("--scaling-d", type=int, nargs="*", default=[2, 5, 10, 20])
     parser.add_argument("--scaling-n", type=int, default=200)
-    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--out", "--output", dest="out", type=Path, default=None,
+                        help="JSON output (default benchmarks/results/ard.json; --quick: ard_quick.json)")
     args = parser.parse_args(argv)
     if args.quick:
         args.datasets, args.splits, args.train, args.scaling_d, args.scaling_n = ["irrelevant"], 1, 60, [2, 5], 60
@@ -262,7 +265,7 @@ def parse_args(argv=None):
 def main(argv=None) -> None:
     args = parse_args(argv)
     started = time.perf_counter()
-    results = {"settings": vars(args), "environment": environment(), "datasets": {}}
+    results = {"settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}, "environment": environment(), "datasets": {}}
     for name in args.datasets:
         entry = {"splits": {arm: [] for arm in args.arms}, "n_train": args.train, "n_splits": args.splits}
         for split, (X_train, y_train, X_test, y_test, names) in enumerate(
@@ -286,9 +289,7 @@ def main(argv=None) -> None:
         print("\n" + scaling_table(results["scaling"]))
     results["seconds"] = time.perf_counter() - started
     results["environment"]["loadavg_end"] = list(os.getloadavg())
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / ("ard_quick.json" if args.quick else "ard.json")
-    out.write_text(json.dumps(_plain(results), indent=1))
+    out = write_json(args.out or RESULTS / ("ard_quick.json" if args.quick else "ard.json"), results)
     if not args.quick:
         figure(results, FIGURE)
     print(f"\nwrote {out} ({results['seconds']:.0f} s)")

@@ -1,4 +1,4 @@
-"""Calibration benchmark: Bayesian SVM probabilities against calibration baselines (issue 4, item 4).
+"""Calibration benchmark: Bayesian SVM probabilities against calibration baselines.
 
 Runs :func:`bayesvm.comparison.compare_calibration` on breast cancer,
 digits 3 vs 8, Pima, ionosphere, BUPA liver and Ripley's synth (5 stratified
@@ -13,23 +13,23 @@ error rate of the MAP SVM on that same training part (ties to the smaller C).
 The same (kernel, C) is used on all five splits. Features are standardised on
 the whole data set by the loader.
 
-Usage:  python benchmarks/calibration.py [--datasets pima synth] [--n-splits 5]
-Writes benchmarks/results/calibration.json and a reliability-diagram figure
-benchmarks/results/calibration_reliability.png.
+Usage:  python benchmarks/calibration.py [--datasets pima synth] [--splits 5]
+        python benchmarks/calibration.py --quick     # smoke run: synth, 2 splits
+Writes benchmarks/results/calibration.json (``--out``) and a reliability-diagram
+figure beside it, calibration_reliability.png.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import time
-from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
+from _common import RESULTS, add_standard_arguments, write_json
 from sklearn.model_selection import StratifiedShuffleSplit
 
 from bayesvm.comparison import (
@@ -43,7 +43,6 @@ from bayesvm.datasets import load_dataset
 
 DATASETS = ("breast_cancer", "digits_3v8", "pima", "ionosphere", "bupa", "synth")
 C_GRID = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0)
-RESULTS = Path(__file__).parent / "results"
 
 
 def fixed_hyperparameters(X, y, *, test_size: float, cv_folds: int, random_state: int):
@@ -77,21 +76,22 @@ def rank_table(ranks: dict[str, dict[str, float]]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
-    parser.add_argument("--n-splits", type=int, default=5)
     parser.add_argument("--test-size", type=float, default=0.3)
     parser.add_argument("--cv-folds", type=int, default=5)
-    parser.add_argument("--random-state", type=int, default=0)
+    add_standard_arguments(parser, out=RESULTS / "calibration.json", seed=0, splits=5,
+                           quick="smoke run: synth, 2 splits")
     args = parser.parse_args()
-
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    if args.quick:
+        args.datasets, args.splits = ["synth"], 2
+    figure_path = args.out.with_name("calibration_reliability.png")
     results, comparisons = {}, {}
     for name in args.datasets:
         X, y = load_dataset(name, return_X_y=True)
         start = time.perf_counter()
         kernel, C = fixed_hyperparameters(X, y, test_size=args.test_size, cv_folds=args.cv_folds,
-                                          random_state=args.random_state)
-        comparison = compare_calibration(X, y, kernel=kernel, C=C, n_splits=args.n_splits, test_size=args.test_size,
-                                         cv_folds=args.cv_folds, random_state=args.random_state)
+                                          random_state=args.seed)
+        comparison = compare_calibration(X, y, kernel=kernel, C=C, n_splits=args.splits, test_size=args.test_size,
+                                         cv_folds=args.cv_folds, random_state=args.seed)
         seconds = time.perf_counter() - start
         comparisons[name] = comparison
         results[name] = {**comparison.to_dict(), "seconds": seconds, "C_grid": list(C_GRID)}
@@ -102,7 +102,7 @@ def main() -> None:
     ranks = average_ranks(results)
     print(f"\n== average rank over {len(results)} data sets (1 = best; sorted by the mean over metrics)")
     print(rank_table(ranks))
-    (RESULTS / "calibration.json").write_text(json.dumps({"datasets": results, "average_ranks": ranks}, indent=1))
+    write_json(args.out, {"datasets": results, "average_ranks": ranks})
 
     fig, axes = plt.subplots(2, (len(comparisons) + 1) // 2, figsize=(4.2 * ((len(comparisons) + 1) // 2), 8.4),
                              squeeze=False, layout="constrained")
@@ -111,8 +111,8 @@ def main() -> None:
         ax.set_title(name)
     for ax in axes.ravel()[len(comparisons):]:
         ax.set_visible(False)
-    fig.savefig(RESULTS / "calibration_reliability.png", dpi=110)
-    print(f"\nwrote {RESULTS / 'calibration.json'} and {RESULTS / 'calibration_reliability.png'}")
+    fig.savefig(figure_path, dpi=110)
+    print(f"\nwrote {args.out} and {figure_path}")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ Question: how far is each deterministic approximation of the naive evidence
 from the truth, and where do their maxima over the hyperparameters land?
 
 * ``laplace``: Sollich's Laplace-style form, regularised determinant
-  det(I + L_m K_m) (the default) and the raw det(L_m K_m) (DESIGN.md 2a);
+  det(I + L_m K_m) (the default) and the raw det(L_m K_m) (docs/theory.md);
 * ``ep``: expectation propagation (docs/ep.md);
 * ``sampled``: the reference, annealed tempered SMC (docs/normalisation.md),
   with stronger settings than the library default and a reliability check
@@ -23,7 +23,7 @@ distance) with f in {short, mid, 1, 2}, C k0 in {1, 10, 100} at C = 1 (4 x 3),
 plus C = 0.3 and C = 3 at (mid, C k0 = 10); offset = amplitude = k0 throughout.
 short/mid = 0.25/0.5 for the data sets with d >= 8 and 0.1/0.3 for the 2-D
 ones (toy, synth), chosen so that at (short, C k0 = 100) most points are
-marginal (the corner of DESIGN.md 2c).
+marginal (the hard corner; docs/theory.md).
 
 Sampling and its reliability. Stage 1: 32 independent SMC runs of 128
 particles, 10 elliptical-slice moves per temperature, target ESS 0.8. The

@@ -32,12 +32,12 @@ work of the evidence searches from ``selection_.summary_counts()``
 (evaluations, EP sweeps, factorisations, tempered-SMC anchors of ln N(D);
 per_class and the wrapper summed over their k problems), median over splits;
 and, split by split, the NLL of each coupling variant minus its arm's default
-coupling (Zadrozny's KL coupling until 2026-11-25, the odds coupling since) (mean +- sd of these paired differences, and on how many splits the
-variant is lower).
+coupling (the odds coupling): mean +- sd of these paired differences, and on how many splits
+the variant is lower.
 
 Each arm runs in its own ``compare_multiclass`` call (the same seeded splits
 and standardisation for all), so JAX's backend compilations during its fits
-(count and seconds, from ``jax.monitoring`` as in benchmarks/cold_start.py)
+(count and seconds, from ``jax.monitoring``: ``_common.jax_compilation_counter``)
 are its own: the table shows them, summed over the splits, next to the fit
 seconds they are part of.
 
@@ -56,6 +56,7 @@ Usage::
 
     python benchmarks/multiclass.py                         # all three sets, 3 splits (tens of minutes)
     python benchmarks/multiclass.py --datasets iris --splits 1
+    python benchmarks/multiclass.py --quick                 # smoke run: iris, 1 split, bayesvm only
     python benchmarks/multiclass.py --methods bayesvm --splits 10 --out benchmarks/results/multiclass_couplings.json
 
 Writes benchmarks/results/multiclass.json after every set.
@@ -64,16 +65,12 @@ Writes benchmarks/results/multiclass.json after every set.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
-import subprocess
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
-import sklearn
+from _common import RESULTS, add_standard_arguments, environment, jax_compilation_counter, write_json
 from sklearn.datasets import load_digits, load_iris, load_wine
 from sklearn.model_selection import StratifiedShuffleSplit, train_test_split
 from sklearn.preprocessing import StandardScaler
@@ -81,12 +78,10 @@ from sklearn.preprocessing import StandardScaler
 import bayesvm
 from bayesvm import BayesianSVC
 from bayesvm.comparison import MULTICLASS_METHODS, compare_multiclass
-from cold_start import _jax_counter  # the script's folder is on sys.path
 
 DATASETS = ("iris", "wine", "digits")
 TEST_SIZE = 0.3
 DIGITS_TRAIN = 300
-RESULTS = Path(__file__).parent / "results"
 WORK = ("evaluations", "ep_sweeps", "factorizations", "anchors")
 #: time ratios reported: bayesvm's median fit seconds over each of these arms'
 RATIO_TO = ("one_vs_rest_wrapper", "svc_platt", "gpc")
@@ -155,7 +150,7 @@ def time_ratios(methods: dict) -> dict[str, float]:
 
 @contextmanager
 def compilations(counter: dict):
-    """The JAX backend compilations (count, seconds) while the block runs, from cold_start's cumulative counter."""
+    """The JAX backend compilations (count, seconds) while the block runs, from the cumulative counter of _common.jax_compilation_counter."""
     before = dict(counter)
     spent = {}
     yield spent
@@ -184,53 +179,40 @@ def table(name: str, description: str, entry: dict) -> str:
             + f"\npaired NLL differences against the arm's default coupling: {couplings}")
 
 
-def environment() -> dict:
-    import jax
-
-    root = Path(bayesvm.__file__).resolve().parent.parent
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
-                                check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = None
-    return {"python": platform.python_version(), "platform": platform.platform(), "cpu_count": os.cpu_count(),
-            "jax": jax.__version__, "numpy": np.__version__, "sklearn": sklearn.__version__, "git_commit": commit,
-            "bayesvm_path": bayesvm.__file__, "loadavg": list(os.getloadavg())}
-
-
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", nargs="+", choices=DATASETS, default=list(DATASETS))
-    parser.add_argument("--splits", type=int, default=3, help="stratified 70/30 splits per set (default 3)")
     parser.add_argument("--digits-train", type=int, default=DIGITS_TRAIN,
                         help=f"training points of digits per split (default {DIGITS_TRAIN})")
     parser.add_argument("--methods", nargs="+", choices=MULTICLASS_METHODS, default=list(MULTICLASS_METHODS))
     parser.add_argument("--no-warm-up", action="store_true", help="skip the cold warm-up fits")
-    parser.add_argument("--random-state", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=RESULTS / "multiclass.json")
-    return parser.parse_args(argv)
+    add_standard_arguments(parser, out=RESULTS / "multiclass.json", seed=0, splits=3,
+                           quick="smoke run: iris, 1 split, the bayesvm arm only")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.datasets, args.splits, args.methods = ["iris"], 1, ["bayesvm"]
+    return args
 
 
 def main(argv=None) -> None:
     args = parse_args(argv)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     config = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
     results, started_all = {}, time.perf_counter()
-    counter = _jax_counter()
+    counter = jax_compilation_counter()
     for name in args.datasets:
-        X, y, description = load(name, args.digits_train, args.random_state)
+        X, y, description = load(name, args.digits_train, args.seed)
         started = time.perf_counter()
         cold = None
         if not args.no_warm_up and {"bayesvm", "bayesvm_per_class", "one_vs_rest_wrapper"} & set(args.methods):
-            cold = warm_up(X, y, args.random_state)
+            cold = warm_up(X, y, args.seed)
             print(f"{name}: warm-up (cold) fits {cold['shared']:.0f} s shared, {cold['binary']:.0f} s binary",
                   flush=True)
         methods, comparisons, differences = {}, {}, {}
         for arm in args.methods:  # one arm at a time (the same seeded splits), so its compilations are its own
             with compilations(counter) as compiled:
                 result = compare_multiclass(X, y, n_splits=args.splits, test_size=TEST_SIZE, methods=(arm,),
-                                            random_state=args.random_state)
+                                            random_state=args.seed)
             methods.update(summarise_arm(result, compiled))
             comparisons[arm] = result.to_dict()
             differences.update(coupling_differences(comparisons[arm]))
@@ -241,8 +223,8 @@ def main(argv=None) -> None:
                              "coupling_nll_differences": differences},
                  "comparison": comparisons}
         results[name] = entry
-        args.out.write_text(json.dumps({"config": config, "environment": environment(), "datasets": results,
-                                        "total_s": time.perf_counter() - started_all}, indent=1))
+        write_json(args.out, {"config": config, "environment": environment(bayesvm_path=bayesvm.__file__),
+                              "datasets": results, "total_s": time.perf_counter() - started_all})
         print(table(name, description, entry) + "\n", flush=True)
     print(f"total {time.perf_counter() - started_all:.0f} s; wrote {args.out}")
 

@@ -115,23 +115,31 @@ _T_START = time.perf_counter()
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import os  # noqa: E402
-import platform  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
-import sklearn  # noqa: E402
-from sklearn.calibration import CalibratedClassifierCV  # noqa: E402
-from sklearn.gaussian_process import GaussianProcessClassifier  # noqa: E402
-from sklearn.gaussian_process.kernels import RBF as SkRBF  # noqa: E402
-from sklearn.gaussian_process.kernels import ConstantKernel  # noqa: E402
-from sklearn.model_selection import GridSearchCV, StratifiedShuffleSplit  # noqa: E402
-from sklearn.svm import SVC  # noqa: E402
+from _common import (  # noqa: E402
+    RESULTS,
+    SVC_C,
+    SVC_GAMMA,
+    add_standard_arguments,
+    environment,
+    fit_and_predict,
+    fresh_environment,
+    gp_classifier,
+    grid_search_platt,
+    load_average,
+    markdown_table,
+    plain,
+    positive_column,
+    timed,
+    warning_records,
+)
+from sklearn.model_selection import StratifiedShuffleSplit  # noqa: E402
 
-import bayesvm  # noqa: E402
 from bayesvm import BayesianSVC, Posterior, log_evidence, select_hyperparameters  # noqa: E402
 from bayesvm.normalization.annealing import DEFAULT_RUNS as ANNEALING_RUNS  # noqa: E402
 from bayesvm.datasets import load_dataset  # noqa: E402
@@ -157,10 +165,6 @@ SPEED_TARGET = 5.0
 SHARE_LIMIT = 0.9  # sv>90% / marginal>90%
 FLAT_PROBABILITY = 0.01
 BOUND_TOLERANCE = 1e-3  # in log units: the search's answer counts as on a bound within this
-#: the cv+platt grid: 11 x 11, half a decade apart
-SVC_C = np.logspace(-2, 3, 11)
-SVC_GAMMA = np.logspace(-4, 1, 11)
-RESULTS = Path(__file__).parent / "results"
 
 
 # ---------------------------------------------------------------------------
@@ -187,10 +191,6 @@ def quick_grid(X_train) -> dict[str, np.ndarray]:
 # helpers
 
 
-def _warning_records(caught) -> list[dict]:
-    return [{"category": w.category.__name__, "message": str(w.message)} for w in caught]
-
-
 def _scores(y_test, p_positive, predicted) -> dict:
     return {
         "error": error_rate(y_test, predicted),
@@ -213,34 +213,6 @@ def _flags(*, predicted, p_positive, n_train: int, n_support: int | None = None,
     if n_marginal is not None and n_marginal > SHARE_LIMIT * n_train:
         flags.append("marginal>90%")
     return flags
-
-
-def _load() -> float | None:
-    """1-minute load average (timings on a shared machine are only as good as this is low)."""
-    return os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-
-
-def _timed(call, *args, **kwargs):
-    """(call(*args, **kwargs), wall seconds it took)."""
-    start = time.perf_counter()
-    result = call(*args, **kwargs)
-    return result, time.perf_counter() - start
-
-
-def _positive_column(model) -> int:
-    return list(model.classes_).index(1)
-
-
-def _fit_and_predict(model, X_train, y_train, X_test):
-    """Fit a scikit-learn classifier and predict: fit and predict seconds, P(+1), labels, the warnings raised."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        fit_s = _timed(model.fit, X_train, y_train)[1]
-        start = time.perf_counter()
-        p_positive = model.predict_proba(X_test)[:, _positive_column(model)]
-        predicted = model.predict(X_test)
-        predict_s = time.perf_counter() - start
-    return fit_s, predict_s, p_positive, predicted, caught
 
 
 def _search_bounds(X_train, C: float, kernel) -> list[str]:
@@ -271,9 +243,9 @@ def _inside_search_box(X_train, C: float, kernel) -> bool:
 
 def run_search(X_train, y_train, X_test, y_test, **_) -> dict:
     """BayesianSVC() with its defaults (quasi-Newton evidence search)."""
-    load = _load()
+    load = load_average()
     model = BayesianSVC()
-    fit_s, predict_s, p_positive, predicted, caught = _fit_and_predict(model, X_train, y_train, X_test)
+    fit_s, predict_s, p_positive, predicted, caught = fit_and_predict(model, X_train, y_train, X_test)
     selection = model.selection_
     n_train = X_train.shape[0]
     report = selection.report
@@ -285,7 +257,7 @@ def run_search(X_train, y_train, X_test, y_test, **_) -> dict:
         "fit_s": fit_s,
         "predict_s": predict_s,
         "load_before": load,
-        "load_after": _load(),
+        "load_after": load_average(),
         **_scores(y_test, p_positive, predicted),
         "hyperparameters": {k: float(v) for k, v in selection.best.items()},
         "log_evidence": float(selection.best_value),
@@ -301,19 +273,19 @@ def run_search(X_train, y_train, X_test, y_test, **_) -> dict:
         "n_marginal": n_marginal,
         "flags": _flags(predicted=predicted, p_positive=p_positive, n_train=n_train,
                         n_support=n_support, n_marginal=n_marginal, extra=extra),
-        "warnings": _warning_records(caught),
+        "warnings": warning_records(caught),
     }
 
 
 def run_grid(X_train, y_train, X_test, y_test, *, quick: bool = False, **_) -> dict:
     """select_hyperparameters(method="grid") with its defaults; predictions by the EP posterior at its best."""
-    load = _load()
+    load = load_average()
     grid = quick_grid(X_train) if quick else None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        surface, select_s = _timed(select_hyperparameters, X_train, y_train, method="grid", grid=grid)
+        surface, select_s = timed(select_hyperparameters, X_train, y_train, method="grid", grid=grid)
         fit = surface.evidence.fit
-        posterior, posterior_s = _timed(Posterior.from_fit, fit, "ep")
+        posterior, posterior_s = timed(Posterior.from_fit, fit, "ep")
         start = time.perf_counter()
         positive = list(fit.classes).index(1)  # Posterior's +1 is fit.classes[1]
         p_plus = posterior.predict_proba(X_test)
@@ -329,7 +301,7 @@ def run_grid(X_train, y_train, X_test, y_test, *, quick: bool = False, **_) -> d
         "posterior_s": posterior_s,
         "predict_s": predict_s,
         "load_before": load,
-        "load_after": _load(),
+        "load_after": load_average(),
         **_scores(y_test, p_positive, predicted),
         "hyperparameters": {k: float(v) for k, v in surface.best.items()},
         "log_evidence": float(surface.best_value),
@@ -345,7 +317,7 @@ def run_grid(X_train, y_train, X_test, y_test, *, quick: bool = False, **_) -> d
         "n_marginal": n_marginal,
         "flags": _flags(predicted=predicted, p_positive=p_positive, n_train=n_train, n_support=n_support,
                         n_marginal=n_marginal, extra=["edge"] if surface.at_edge else []),
-        "warnings": _warning_records(caught),
+        "warnings": warning_records(caught),
         "_kernel": surface.best_kernel,  # for the reference evidence; dropped before JSON
     }
 
@@ -356,7 +328,7 @@ def grid_best_reference(X_train, y_train, record: dict) -> dict:
     C = record["hyperparameters"]["C"]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        evidence, seconds = _timed(log_evidence, X_train, y_train, C=C, kernel=kernel)
+        evidence, seconds = timed(log_evidence, X_train, y_train, C=C, kernel=kernel)
     return {
         "log_evidence": float(evidence.total),
         "log_evidence_se": float(evidence.total_se),
@@ -366,23 +338,19 @@ def grid_best_reference(X_train, y_train, record: dict) -> dict:
         "naive_converged": bool(evidence.naive_converged),
         "inside_search_box": _inside_search_box(X_train, C, kernel),
         "seconds": seconds,
-        "warnings": _warning_records(caught),
+        "warnings": warning_records(caught),
     }
 
 
 def run_cv_platt(X_train, y_train, X_test, y_test, *, folds: int = 5, n_jobs: int = 1, **_) -> dict:
-    """GridSearchCV(SVC) on the 11 x 11 grid, then Platt scaling by CalibratedClassifierCV."""
-    load = _load()
-    search = GridSearchCV(SVC(kernel="rbf"), {"C": SVC_C.tolist(), "gamma": SVC_GAMMA.tolist()}, cv=folds,
-                          n_jobs=n_jobs)
+    """GridSearchCV(SVC) on the 11 x 11 grid, then Platt scaling by CalibratedClassifierCV (_common)."""
+    load = load_average()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        search_s = _timed(search.fit, X_train, y_train)[1]
+        search, calibrated, search_s, calibration_s = grid_search_platt(X_train, y_train, cv=folds, n_jobs=n_jobs)
         best = search.best_params_
-        calibrated = CalibratedClassifierCV(SVC(kernel="rbf", **best), method="sigmoid", cv=folds)
-        calibration_s = _timed(calibrated.fit, X_train, y_train)[1]
         start = time.perf_counter()
-        p_positive = calibrated.predict_proba(X_test)[:, _positive_column(calibrated)]
+        p_positive = calibrated.predict_proba(X_test)[:, positive_column(calibrated)]
         predicted = calibrated.predict(X_test)
         predict_s = time.perf_counter() - start
         error_svc = error_rate(y_test, search.best_estimator_.predict(X_test))
@@ -395,7 +363,7 @@ def run_cv_platt(X_train, y_train, X_test, y_test, *, folds: int = 5, n_jobs: in
         "calibration_s": calibration_s,
         "predict_s": predict_s,
         "load_before": load,
-        "load_after": _load(),
+        "load_after": load_average(),
         **_scores(y_test, p_positive, predicted),
         "error_svc": error_svc,
         "hyperparameters": {"C": float(best["C"]), "gamma": float(best["gamma"]),
@@ -405,27 +373,27 @@ def run_cv_platt(X_train, y_train, X_test, y_test, *, folds: int = 5, n_jobs: in
         "n_support": n_support,
         "flags": _flags(predicted=predicted, p_positive=p_positive, n_train=n_train, n_support=n_support,
                         extra=["edge"] if edge else []),
-        "warnings": _warning_records(caught),
+        "warnings": warning_records(caught),
     }
 
 
 def run_gpc(X_train, y_train, X_test, y_test, **_) -> dict:
     """GaussianProcessClassifier(ConstantKernel() * RBF()) with scikit-learn's defaults."""
-    load = _load()
-    model = GaussianProcessClassifier(kernel=ConstantKernel() * SkRBF())
-    fit_s, predict_s, p_positive, predicted, caught = _fit_and_predict(model, X_train, y_train, X_test)
+    load = load_average()
+    model = gp_classifier()
+    fit_s, predict_s, p_positive, predicted, caught = fit_and_predict(model, X_train, y_train, X_test)
     kernel = model.kernel_
     return {
         "fit_s": fit_s,
         "predict_s": predict_s,
         "load_before": load,
-        "load_after": _load(),
+        "load_after": load_average(),
         **_scores(y_test, p_positive, predicted),
         "hyperparameters": {"amplitude": float(kernel.k1.constant_value), "length_scale": float(kernel.k2.length_scale)},
         "log_marginal_likelihood": float(model.log_marginal_likelihood_value_),
         "n_train": X_train.shape[0],
         "flags": _flags(predicted=predicted, p_positive=p_positive, n_train=X_train.shape[0]),
-        "warnings": _warning_records(caught),
+        "warnings": warning_records(caught),
     }
 
 
@@ -441,30 +409,22 @@ def cold_probe(args) -> None:
     import jax
 
     X, y = load_dataset(args.probe_dataset, return_X_y=True)
-    train, test = splits(X, y, 1, args.max_train, args.random_state)[0]
+    train, test = splits(X, y, 1, args.max_train, args.seed)[0]
     record = RUNNERS[args.probe_arm](X[train], y[train], X[test], y[test], quick=args.quick)
     record.pop("_kernel", None)
     out = {"import_s": _IMPORT_SECONDS, "fit_s": record["fit_s"], "predict_s": record["predict_s"],
            "hyperparameters": record["hyperparameters"], "nll": record["nll"],
            "log_evidence": record.get("log_evidence"), "counts": record.get("counts"),
            "jax_compilation_cache_dir": jax.config.jax_compilation_cache_dir}
-    print(json.dumps(_plain(out)))
-
-
-def _probe_environment() -> dict:
-    """The environment of a cold probe: no persistent JAX compilation cache."""
-    env = {k: v for k, v in os.environ.items()
-           if k != "JAX_COMPILATION_CACHE_DIR" and not k.startswith("JAX_PERSISTENT_CACHE")}
-    env["BAYESVM_NO_CACHE"] = "1"
-    return env
+    print(json.dumps(plain(out)))
 
 
 def run_cold_probe(dataset: str, arm: str, args) -> dict:
     command = [sys.executable, str(Path(__file__).resolve()), "--cold-probe", "--probe-dataset", dataset,
-               "--probe-arm", arm, "--random-state", str(args.random_state), "--max-train", str(args.max_train)]
+               "--probe-arm", arm, "--seed", str(args.seed), "--max-train", str(args.max_train)]
     command += ["--quick"] if args.quick else []
     start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, env=_probe_environment())
+    done = subprocess.run(command, capture_output=True, text=True, env=fresh_environment(BAYESVM_NO_CACHE="1"))
     wall_s = time.perf_counter() - start
     if done.returncode != 0:
         return {"error": done.stderr[-2000:], "process_s": wall_s}
@@ -599,12 +559,6 @@ def _ok(value) -> str:
     return "-" if value is None else ("yes" if value else "NO")
 
 
-def _markdown(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
-    line = lambda cells: "| " + " | ".join(f"{str(c):<{w}}" for c, w in zip(cells, widths)) + " |"  # noqa: E731
-    return "\n".join([line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)])
-
-
 def _flag_text(flags: dict) -> str:
     return ", ".join(f"{f}×{n}" for f, n in sorted(flags.items())) or "-"
 
@@ -636,7 +590,7 @@ def dataset_table(name: str, entry: dict) -> str:
                      _seconds(s.get("cold_s")) if arm in BAYES_ARMS else "=warm", warm, ratios,
                      _hyper_text(arm, s["hyperparameters_median"]), str(s["n_warnings"]), _flag_text(s["flags"])])
     title = f"### {name}: n = {entry['n']}, d = {entry['d']}, {entry['n_train']} training / {entry['n_test']} test points"
-    return title + "\n\n" + _markdown(["arm", "splits", *(METRIC_LABELS[k] for k in METRICS), "cold", "warm",
+    return title + "\n\n" + markdown_table(["arm", "splits", *(METRIC_LABELS[k] for k in METRICS), "cold", "warm",
                                        "time ratios", "hyperparameters (median)", "warnings", "flags"], rows)
 
 
@@ -654,7 +608,7 @@ def search_table(results: dict) -> str:
                      f"{s['trusted']}/{s['n_splits']}", fails, _pm(s.get("log_evidence"), 2)])
     return ("### search arm: work per fit (mean over splits; seconds of the L-BFGS-B search and of the check at the "
             "answer: mean over the warm splits 1.., in process) and the trust report\n\n"
-            + _markdown(["data set", "splits", "evaluations", "EP sweeps", "factorisations", "SMC anchors", "starts",
+            + markdown_table(["data set", "splits", "evaluations", "EP sweeps", "factorisations", "SMC anchors", "starts",
                          "s search", "s check", "trusted", "failed tests", "ln P(D) (mean ± sd)"], rows))
 
 
@@ -680,7 +634,7 @@ def evidence_table(results: dict) -> str:
                          f"{a['nll']:.3f} / {g['nll']:.3f}"])
     return ("### ln P(D): search's answer vs the grid's best (grid's own screening value, and re-evaluated by "
             "log_evidence's defaults = the estimator the search reports)\n\n"
-            + _markdown(["data set", "split", "search", "grid (own)", "grid (re-evaluated)", "search − grid",
+            + markdown_table(["data set", "split", "search", "grid (own)", "grid (re-evaluated)", "search − grid",
                          "search ≥ grid", "grid best in search box", "grid's SMC runs agree",
                          "test NLL search / grid"], rows))
 
@@ -703,7 +657,7 @@ def summary_table(results: dict) -> str:
     rows.append([f"**{len(results)} data sets**", "", "", "", *tally])
     return ("### targets (search arm; speed ratio = cv+platt time / search time; NLL: mean over the grid's splits of "
             "search − grid, paired)\n\n"
-            + _markdown(["data set", "cv+platt/search warm", "cold", "NLL − grid", *(label for _, label in keys)],
+            + markdown_table(["data set", "cv+platt/search warm", "cold", "NLL − grid", *(label for _, label in keys)],
                         rows))
 
 
@@ -727,51 +681,10 @@ def report(results: dict) -> str:
 # main
 
 
-def _plain(value):
-    """JSON-safe copy: numpy scalars to Python, NaN/inf to None."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items() if not str(k).startswith("_")}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, (np.bool_, bool)):
-        return bool(value)
-    if isinstance(value, (np.integer, int)):
-        return int(value)
-    if isinstance(value, (np.floating, float)):
-        return float(value) if np.isfinite(value) else None
-    if isinstance(value, np.ndarray):
-        return _plain(value.tolist())
-    return value
-
-
-def environment() -> dict:
-    import jax
-
-    return {"python": platform.python_version(), "platform": platform.platform(), "cpu_count": os.cpu_count(),
-            "bayesvm": bayesvm.__version__, "jax": jax.__version__, "jax_backend": jax.default_backend(),
-            "jax_compilation_cache_dir": jax.config.jax_compilation_cache_dir,
-            "numpy": np.__version__, "sklearn": sklearn.__version__, "import_s": _IMPORT_SECONDS,
-            "loadavg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None, **_git_state()}
-
-
-def _git_state() -> dict:
-    """Commit and uncommitted changes of the checkout the package is imported from (None outside git)."""
-    root = Path(bayesvm.__file__).resolve().parent.parent
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "bayesvm"], cwd=root, capture_output=True,
-                               text=True, check=True)
-    except (OSError, subprocess.CalledProcessError):
-        return {"git_commit": None, "bayesvm_modified": None}
-    return {"git_commit": commit.stdout.strip(), "bayesvm_modified": bool(dirty.stdout.strip())}
-
-
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", nargs="+", default=None, help=f"default: {' '.join(DATASETS)}")
-    parser.add_argument("--splits", "--n-splits", dest="splits", type=int, default=None,
-                        help="stratified train/test splits (default 5; --quick 1)")
     parser.add_argument("--max-train", type=int, default=None,
                         help=f"training points per split: min(this, 70%% of the set) (default {MAX_TRAIN}; "
                              f"--quick {QUICK_TRAIN})")
@@ -784,11 +697,11 @@ def parse_args(argv=None):
     parser.add_argument("--cold-arms", nargs="+", choices=BAYES_ARMS, default=["search"],
                         help="arms given a cold probe (default: search; the grid's probe costs another grid fit)")
     parser.add_argument("--n-jobs", type=int, default=1, help="processes for GridSearchCV (default 1)")
-    parser.add_argument("--random-state", type=int, default=0, help="seed of the splits")
-    parser.add_argument("--quick", action="store_true",
-                        help=f"smoke run: {' and '.join(QUICK_DATASETS)}, 1 split, {QUICK_TRAIN} training points, "
-                             "the grid arm on a 3 x 3 x 3 grid")
-    parser.add_argument("--out", type=Path, default=None,
+    add_standard_arguments(parser, seed=0, quick=f"smoke run: {' and '.join(QUICK_DATASETS)}, 1 split, "
+                                                 f"{QUICK_TRAIN} training points, the grid arm on a 3 x 3 x 3 grid")
+    parser.add_argument("--splits", "--n-splits", dest="splits", type=int, default=None,
+                        help="stratified train/test splits (default 5; --quick 1)")
+    parser.add_argument("--out", "--output", dest="out", type=Path, default=None,
                         help="JSON output (default benchmarks/results/selection.json; --quick: selection_quick.json)")
     parser.add_argument("--cold-probe", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--probe-dataset", help=argparse.SUPPRESS)
@@ -827,7 +740,7 @@ def main(argv=None) -> None:
     start_all = time.perf_counter()
     for name in args.datasets:
         X, y = load_dataset(name, return_X_y=True)
-        parts = splits(X, y, args.splits, args.max_train, args.random_state)
+        parts = splits(X, y, args.splits, args.max_train, args.seed)
         entry = {"n": int(X.shape[0]), "d": int(X.shape[1]), "n_train": int(len(parts[0][0])),
                  "n_test": int(len(parts[0][1])), "arms": {a: {"splits": []} for a in arms}}
         results[name] = entry
@@ -876,9 +789,9 @@ def main(argv=None) -> None:
                 a, entry["arms"][a]["splits"], cold if cold and "fit_s" in cold else None,
                 warm_refit_s if a == "search" else None)
         entry["targets"] = targets(entry)
-        payload = {"config": config, "environment": environment(), "datasets": results,
+        payload = {"config": config, "environment": environment(import_s=_IMPORT_SECONDS), "datasets": results,
                    "total_s": time.perf_counter() - start_all}
-        args.out.write_text(json.dumps(_plain(payload), indent=1))
+        args.out.write_text(json.dumps(plain(payload), indent=1))
         print(flush=True)
         print(dataset_table(name, entry), flush=True)
         print(flush=True)

@@ -19,16 +19,14 @@ marginal set.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import time
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from sklearn.datasets import make_classification
+from _common import RESULTS, add_standard_arguments, environment, median_time, write_json
+from _common import synthetic_classification as data
 from sklearn.svm import SVC
 
 import bayesvm
@@ -36,20 +34,6 @@ from bayesvm import RBF
 from bayesvm._precision import float64_scope
 from bayesvm.kernels import gram_matrix
 from bayesvm.solver.dual import fit_map, solve_dual_batch
-
-
-def data(n, seed=0):
-    X, y = make_classification(n_samples=n, n_features=10, n_informative=5, flip_y=0.05, random_state=seed)
-    return (X - X.mean(0)) / X.std(0), np.where(y == 1, 1.0, -1.0)
-
-
-def median_time(fn, repeats):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
 
 
 def single(sizes, Cs, length_scale, repeats):
@@ -130,23 +114,20 @@ def _batch(sizes, repeats):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, one repeat (smoke test)")
-    parser.add_argument("--out", default="benchmarks/results/solver.json")
+    add_standard_arguments(parser, out=RESULTS / "solver.json", seed=None,
+                           quick="smoke run: n = 200 and 400, a batch at n = 200, one repeat")
     args = parser.parse_args(argv)
     sizes = [200, 400] if args.quick else [500, 1000, 2000, 4000]
     batch_sizes = [200] if args.quick else [500, 1000, 2000]
     repeats = 1 if args.quick else 5
     print(f"bayesvm {bayesvm.__version__}, jax {jax.__version__} on {jax.devices()[0].platform}, {os.cpu_count()} CPUs")
     result = dict(
-        machine=dict(platform=platform.platform(), cpus=os.cpu_count(), jax_backend=jax.devices()[0].platform),
+        environment=environment(),
         length_scale=np.sqrt(5.0),
         single=single(sizes, [1.0, 10.0], np.sqrt(5.0), repeats),
         batch=batch(batch_sizes, repeats),
     )
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2))
-    print(f"wrote {out}")
+    print(f"wrote {write_json(args.out, result)}")
 
 
 if __name__ == "__main__":
