@@ -129,7 +129,7 @@ def test_the_anchor_plan_and_the_full_plan_share_one_compiled_sampler():
     X = np.random.default_rng(1).uniform(size=(23, 1))  # a size no other test compiles for
     factor = psd_factor(np.asarray(RBF(length_scale=0.3, amplitude=3.0, offset=1.0)(X)))
     with float64_scope():
-        budgeted_log_normalization(factor, np.ones(23), 1.0, anchor=True, keep_particles=True, move_last=True)
+        budgeted_log_normalization(factor, np.ones(23), 1.0, role="anchor", keep_particles=True, move_last=True)
         compiled = smc_runs._cache_size()
         full = budgeted_log_normalization(factor, np.ones(23), 1.0, keep_particles=True)
     assert smc_runs._cache_size() == compiled

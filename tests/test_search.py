@@ -16,15 +16,14 @@ from sklearn.model_selection import train_test_split
 import bayesvm
 from bayesvm._precision import float64_scope
 from bayesvm._validation import training_data
-from bayesvm.evidence.approximations import AnnealedNormalization
 from bayesvm.normalization.annealing import annealed_log_normalization
-from bayesvm.normalization.budget import target_standard_error
 from bayesvm.datasets import load_dataset
 from bayesvm.evidence.ep_gradient import ep_naive_evidence_and_gradient, zero_sites
 from bayesvm.hyperparameters import SearchSpace, coordinates_of, kernel_hyperparameters_at, pairwise_distances
 from bayesvm.kernels import RBF, Polynomial
 from bayesvm.normalization.path import NormalizationPath
-from bayesvm.selection.search import SearchOptions, SearchStep, _describe, climb_end, default_starts, screen_candidates
+from bayesvm.selection.search import (SearchOptions, SearchStep, _describe, climb_end, default_starts, resolution,
+                                      screen_candidates)
 from bayesvm.selection.search_selection import select_by_search
 
 
@@ -126,90 +125,6 @@ def test_path_normalization_matches_fresh_tempered_smc_on_real_data():
                 assert reference.runs_agree
                 assert abs(estimate.value - reference.value) <= max(1.0, 3 * np.hypot(estimate.se, reference.se))
     assert reweighted >= 1
-
-
-def _first_round_and_anchor(X, x, options: dict, key: int):
-    """Tempered SMC's first round alone at the coordinates x (RBF), and the search's anchor there (its budget
-    grown from the same first round)."""
-    C, kernel = float(np.exp(x[0])), RBF().replace(**kernel_hyperparameters_at(RBF(), x))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        with float64_scope():
-            # one round: the budget's own options (its ladder, the settling rule) go to the anchor alone
-            round_options = {k: v for k, v in options.items() if k not in ("ladder", "settle")}
-            first = annealed_log_normalization(kernel, C, X.shape[0], X, route="product", key=key, **round_options)
-            path = AnnealedNormalization(key=key, options=options).along_path(X, RBF())
-            assert path.estimate(x).anchored
-    return first, path.anchors[0]
-
-
-def test_a_search_anchor_grows_its_budget_to_twice_the_checks_precision_target():
-    from bayesvm.normalization.path import ANCHOR_BUDGET
-
-    X, _ = _subsample("pima", 100)
-    # a deliberately small first round, with the anchors' ladder (no settling rule)
-    options = {"n_particles": 8, "n_runs": 8, "n_mcmc_steps": 1, **ANCHOR_BUDGET}
-    first, anchor = _first_round_and_anchor(X, np.log([0.8, 40.0, 1.0, 7.0]), options, key=0)
-    target = 2.0 * target_standard_error(100)
-    assert first.runs_agree and first.se > target  # the first round agrees, but alone it would not do
-    assert anchor.se <= target
-
-
-def test_an_anchor_whose_later_rounds_moved_round_eps_gaussian_reweights_like_fresh_tempered_smc(monkeypatch):
-    """Where an anchor's first round misses its precision target, its later rounds' slice moves go round EP's
-    Gaussian (route "guided"); their particles must still be draws of theta that the path reweights: at a point
-    nearby, against independent tempered SMC there."""
-    from bayesvm.normalization import path as path_module
-
-    routes, real = [], path_module.annealed_with_ep_fallback
-
-    def recorded(*args, **kwargs):
-        routes.append(real(*args, **kwargs))
-        return routes[-1]
-
-    monkeypatch.setattr(path_module, "annealed_with_ep_fallback", recorded)
-    X, _ = _subsample("pima", 100)
-    x0 = np.log([0.8, 40.0, 1.0, 7.0])
-    options = {"n_particles": 8, "n_runs": 8, "n_mcmc_steps": 1}  # a first round too small for the target
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        with float64_scope():
-            path = AnnealedNormalization(key=0, options=options).along_path(X, RBF())
-            assert path.estimate(x0).anchored
-            x = x0 + np.array([0.1, -0.15, 0.0, 0.1])
-            estimate = path.estimate(x)
-            C, kernel = float(np.exp(x[0])), RBF().replace(**kernel_hyperparameters_at(RBF(), x))
-            reference = annealed_log_normalization(kernel, C, 100, X, route="product", key=7)
-    assert [r.route for r in routes] == ["guided"] and not estimate.anchored
-    assert reference.runs_agree
-    assert abs(estimate.value - reference.value) <= max(0.5, 3 * np.hypot(estimate.se, reference.se))
-
-
-@pytest.mark.slow
-def test_a_search_anchor_whose_first_round_agrees_low_grows_until_it_meets_a_long_reference():
-    """At a hard pima point (400 rows, C 0.68, k0 42.8, k_b 38.3, length scale 6.6) an anchor's first round of
-    4 runs x 128 particles x 3 moves can agree while all its runs miss the same mass (20 of 30 keys agreed, 0.6-3.5
-    nats low; with the sampler's random numbers since 2026-11-29, 7 of the first 12 keys agreed, at -47.96 to
-    -46.85; key 10 at -47.96 with a standard error of 0.32); the precision target (twice the check's, 0.27) sends
-    it up the ladder."""
-    from bayesvm.normalization.path import ANCHOR_ANNEALING
-
-    X, y = load_dataset("pima", return_X_y=True)
-    X, _, y, _ = train_test_split(X, y, train_size=400, stratify=y, random_state=3)
-    x = np.log([0.68, 42.8, 38.3 / 42.8, 6.6])
-    sizes = {key: ANCHOR_ANNEALING[key] for key in ("n_particles", "n_runs", "n_mcmc_steps")}
-    first, anchor = _first_round_and_anchor(X, x, sizes, key=10)
-    C, kernel = float(np.exp(x[0])), RBF().replace(**kernel_hyperparameters_at(RBF(), x))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        with float64_scope():
-            reference = annealed_log_normalization(kernel, C, 400, X, route="product", key=99, n_particles=256,
-                                                   n_runs=32, n_mcmc_steps=20)
-    assert first.runs_agree and reference.runs_agree
-    assert first.value < reference.value - 1.0  # the first round alone is low
-    # the anchor's budget grew: the missed mass is found
-    assert anchor.value > first.value + 1.0
-    assert abs(anchor.value - reference.value) <= max(1.0, 3.0 * np.hypot(anchor.se, reference.se))
 
 
 def test_path_gradient_is_the_gradient_of_its_estimate():
@@ -378,7 +293,7 @@ def test_the_search_stops_once_its_steps_are_below_what_the_evidence_resolves():
     tight = _search(X, y, SearchOptions(stall=0))
     first = [sum(s.start == 0 for s in selection.search.steps) for selection in (default, tight)]
     assert first[0] < first[1]
-    target = target_standard_error(100)
+    target = resolution(100)
     assert default.report.trusted and default.best_value >= tight.best_value - max(3 * target, 3 * tight.best_se)
 
 
@@ -479,7 +394,6 @@ def test_refining_the_path_drops_the_anchor_a_fresh_estimate_contradicts_and_kee
     estimate there. An anchor the refinement agrees with stays."""
     X, _ = _subsample("breast_cancer", 60)
     x0, x1 = np.log([1.0, 10.0, 1.0, 5.0]), np.log([1.1, 11.0, 1.0, 5.2])
-    target = target_standard_error(60)
     with float64_scope(), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         path = NormalizationPath(jnp.asarray(X), RBF(), key=0)
@@ -487,9 +401,9 @@ def test_refining_the_path_drops_the_anchor_a_fresh_estimate_contradicts_and_kee
         honest = path.estimate(x1).value
         path.anchors[0] = path.anchors[0]._replace(value=path.anchors[0].value - 5.0)
         assert path.estimate(x1).value == pytest.approx(honest - 5.0)
-        refined = path.refine(x1, {"max_se": target}, tolerance=1.0)
+        refined = path.refine(x1, tolerance=1.0)
         assert refined.anchored and refined.runs_agree and len(path.anchors) == 1 and path.n_anchors == 2
-        again = path.refine(x1, {"max_se": target}, tolerance=1.0)  # agrees with the first refinement: both kept
+        again = path.refine(x1, tolerance=1.0)  # agrees with the first refinement: both kept
         assert len(path.anchors) == 2 and path.n_refinements == 2
         C, kernel = float(np.exp(x1[0])), RBF().replace(**kernel_hyperparameters_at(RBF(), x1))
         reference = annealed_log_normalization(kernel, C, 60, X, route="product", key=11, n_particles=512)
@@ -517,7 +431,7 @@ def test_a_path_anchored_on_the_checks_particles_matches_fresh_estimates_nearby(
         assert kept.value == plain.log_normalization and kept.se == plain.log_normalization_se
         assert result.particles.shape == (result.n_runs, result.n_particles, 64)  # 60 inputs padded to 64
         path = NormalizationPath(jnp.asarray(X), RBF(), key=0)
-        refined = path.refine(x, {"n_mcmc_steps": 5}, tolerance=1.0, reference=result)
+        refined = path.refine(x, tolerance=1.0, reference=result)
         assert refined.anchored and refined.value == pytest.approx(kept.value, abs=1e-12) and path.n_anchors == 0
         for step in ([0.0, 0.3, 0.0, 0.0], [0.2, 0.0, 0.0, -0.2]):
             near = x + np.array(step)
@@ -544,14 +458,14 @@ def test_a_refinement_whose_own_runs_disagree_leaves_the_path_as_it_was(monkeypa
         assert path.estimate(x0).anchored
         before = path.estimate(x1)
 
-        def disagreeing(self, x, key, annealing):  # runs that disagree, 10 nats below the path
-            annealed = real(self, x, key, annealing)
+        def disagreeing(self, x, key, budget, role):  # runs that disagree, 10 nats below the path
+            annealed = real(self, x, key, budget, role)
             result = dataclasses.replace(shift(annealed.result, -10.0), ess=1.0)
             return Annealed(result, annealed.z, annealed.aux)
 
         monkeypatch.setattr(FullPathPrior, "anneal", disagreeing)
         anchors = list(path.anchors)
-        refined = path.refine(x1, {"max_se": target_standard_error(60)}, tolerance=1.0)
+        refined = path.refine(x1, tolerance=1.0)
         assert not refined.runs_agree and refined.value < before.value - 5.0
         assert path.anchors == anchors and path.n_refinements == 1 and path.n_anchors == 2
         assert path.estimate(x1).value == before.value
@@ -568,8 +482,8 @@ def test_an_anchor_whose_runs_disagree_serves_its_own_point_without_annealing_ag
     X, _ = _subsample("breast_cancer", 60)
     real = FullPathPrior.anneal
 
-    def disagreeing(self, x, key, annealing):  # one run carries the estimate: the runs disagree
-        annealed = real(self, x, key, annealing)
+    def disagreeing(self, x, key, budget, role):  # one run carries the estimate: the runs disagree
+        annealed = real(self, x, key, budget, role)
         log_z = annealed.result.log_z_runs - np.where(np.arange(annealed.result.n_runs) == 0, 0.0, 20.0)
         value = float(log_sum_exp(log_z) - np.log(log_z.size))
         result = dataclasses.replace(annealed.result, log_z_runs=log_z, value=value, ess=1.0)
@@ -599,62 +513,17 @@ def _one_start_ascent(X, y, template, options: SearchOptions):
                                       starts=default_starts(space, X, template)[:1], options=options)
 
 
-def test_an_anchor_learns_the_level_above_which_its_point_is_worse_than_its_climbs_best(monkeypatch):
-    """The search hands each new anchor the level of ln N(D) above which the point's evidence (k = 3 problems
-    sharing ln N(D): sum_c ln Q(D_c) - 3 ln N(D)) falls below the best its climb has met, +inf before the climb has
-    a feasible point. Checked at every anchor whose runs agreed, against the evaluation's own record: its ln N(D)
-    lies above the level exactly where the point came out worse than every earlier step of its climb. A stopped
-    anchor comes back with runs that disagree, so its point is infeasible for the line search, and it is counted."""
-    from sklearn.datasets import load_iris
-    from sklearn.preprocessing import StandardScaler
-
+def _anchors_lying_low(monkeypatch, offset: float = -3.0) -> None:
+    """Make every anchor with fewer slice moves than the check's (the search's anchor plan) agree ``offset`` nats
+    off (runs that have not mixed at each temperature agree while missing the same mass)."""
+    from bayesvm.normalization.annealing import shift
     from bayesvm.normalization.path import Annealed, FullPathPrior
 
-    X, y = load_iris(return_X_y=True)
-    X, _, y, _ = train_test_split(StandardScaler().fit_transform(X), y, train_size=60, stratify=y, random_state=0)
-    template, made = RBF(), []
     real = FullPathPrior.anneal
 
-    def recorded(self, x, key, annealing):
-        annealed = real(self, x, key, {k: v for k, v in annealing.items() if k != "stop_above"})
-        level = annealing.get("stop_above", np.inf)
-        made.append((np.array(x), level, annealed.result.value))
-        if annealed.result.value > level + 5.0:  # as if its runs had disagreed and the ladder had stopped there
-            result = dataclasses.replace(annealed.result, ess=1.0, stopped_above=level)
-            return Annealed(result, annealed.z, annealed.aux)
-        return annealed
-
-    monkeypatch.setattr(FullPathPrior, "anneal", recorded)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        ascent = _one_start_ascent(X, y, template, SearchOptions(max_iter=8))
-    steps, result = ascent.result().steps, ascent.result()
-    assert ascent.objective.Y.shape[0] == 3 and made[0][1] == np.inf
-    compared = stopped = 0
-    for x, level, value in made[1:]:
-        index = next(i for i, s in enumerate(steps) if np.array_equal(s.x, x) and s.anchored)
-        best = max(s.log_evidence for s in steps[:index])
-        if value > level + 5.0:
-            stopped += 1
-            assert steps[index].log_evidence == -np.inf
-        else:
-            compared += 1
-            assert (value > level) == (steps[index].log_evidence < best)
-    assert compared >= 2 and result.n_stopped_anchors == stopped
-
-
-def _anchors_lying_low(monkeypatch, n: int, offset: float = -3.0) -> None:
-    """Make every anchor with fewer slice moves than the check's agree ``offset`` nats off (runs that have not mixed
-    at each temperature agree while missing the same mass)."""
-    from bayesvm.normalization.annealing import shift
-    from bayesvm.normalization.budget import default_moves
-    from bayesvm.normalization.path import Annealed, FullPathPrior
-
-    real, moves = FullPathPrior.anneal, default_moves(n)
-
-    def lying_low(self, x, key, annealing):
-        annealed = real(self, x, key, annealing)
-        if annealed is None or annealing.get("n_mcmc_steps", 1) >= moves:
+    def lying_low(self, x, key, budget, role):
+        annealed = real(self, x, key, budget, role)
+        if annealed is None or role != "anchor":
             return annealed
         return Annealed(shift(annealed.result, offset), annealed.z, annealed.aux)
 
@@ -668,7 +537,7 @@ def test_a_search_misled_by_anchors_that_lie_low_is_refined_until_its_checks_pas
     search climbs again, and the answer passes its checks with the evidence of a search that was never misled."""
     X, y = _subsample("breast_cancer", 60, seed=2)
     honest = _search(X, y, SearchOptions(max_iter=5))
-    _anchors_lying_low(monkeypatch, 60)
+    _anchors_lying_low(monkeypatch)
     misled = _search(X, y, SearchOptions(max_iter=5, refinements=0))
     refined = _search(X, y, SearchOptions(max_iter=5))
     assert honest.report.trusted
@@ -680,18 +549,17 @@ def test_a_search_misled_by_anchors_that_lie_low_is_refined_until_its_checks_pas
 
 
 def test_after_a_refinement_the_anchors_take_the_checks_moves_and_the_new_one_its_particles(monkeypatch):
-    """What actually ran at each anchor: before a refinement the search's 4 runs and 3 moves per temperature (or a
-    multiple on the ladder); the refinement's anchor the check's 16 runs and moves; later anchors the search's runs
-    with the check's moves."""
-    from bayesvm.normalization.budget import default_moves
-    from bayesvm.normalization.path import ANCHOR_ANNEALING, FullPathPrior
+    """What actually ran at each anchor: before a refinement the search's 4 runs and 3 moves per temperature; the
+    refinement's anchor the check's 16 runs and moves; later anchors the search's runs with the check's moves."""
+    from bayesvm.normalization.budget import EvidenceBudget
+    from bayesvm.normalization.path import FullPathPrior
 
     X, y = _subsample("breast_cancer", 60, seed=2)
     template, ran = RBF(), []
     real = FullPathPrior.anneal
 
-    def recorded(self, x, key, annealing):
-        annealed = real(self, x, key, annealing)
+    def recorded(self, x, key, budget, role):
+        annealed = real(self, x, key, budget, role)
         if annealed is not None:
             ran.append((annealed.result.n_runs, annealed.result.n_mcmc_steps))
         return annealed
@@ -705,11 +573,12 @@ def test_after_a_refinement_the_anchors_take_the_checks_moves_and_the_new_one_it
         end = ascent.result().ends[0].x
         ascent.refine(end, 1.0)
         ascent.path.estimate(space.clip(end + np.array([0.0, -1.5, 0.0, 1.5])))  # far from every anchor
-    moves = default_moves(60)
-    runs = ANCHOR_ANNEALING["n_runs"]
-    assert searched >= 1 and all(r == runs and m % 3 == 0 for r, m in ran[:searched])
-    assert ran[searched][0] == 16 and ran[searched][1] % moves == 0
-    assert ran[-1][0] == runs and ran[-1][1] % moves == 0 and len(ran) > searched + 1
+    budget = EvidenceBudget()
+    moves, runs = budget.moves(60), budget.anchor_runs
+    assert moves > budget.anchor_moves
+    assert searched >= 1 and all(r == runs and m == budget.anchor_moves for r, m in ran[:searched])
+    assert ran[searched] == (budget.n_runs, moves)
+    assert ran[-1] == (runs, moves) and len(ran) > searched + 1
 
 
 def test_where_the_refined_climb_cannot_move_its_end_is_judged_by_the_one_fresh_check_already_made(monkeypatch):
@@ -732,7 +601,7 @@ def test_where_the_refined_climb_cannot_move_its_end_is_judged_by_the_one_fresh_
         return real(*args, **kwargs)
 
     monkeypatch.setattr(search_module, "check_point", counted)
-    _anchors_lying_low(monkeypatch, 60)
+    _anchors_lying_low(monkeypatch)
     misled = _search(X, y, SearchOptions(refinements=0), starts=x[None], space=space)
     refined = _search(X, y, SearchOptions(), starts=x[None], space=space)
     assert not misled.report.normalization_agrees and refined.report.trusted

@@ -27,7 +27,11 @@ from .. import _linalg
 from .._precision import float64
 from .annealing import DEFAULT_MAX_SHRINKS, MAX_TEMPERATURES, AnnealingResult, annealed_log_expectation, product_route_log_likelihood
 
-__all__ = ["RANK_TOLERANCE", "EvidenceBudget", "budgeted_log_normalization", "prior_basis"]
+__all__ = ["RANK_TOLERANCE", "ROLES", "EvidenceBudget", "budgeted_log_normalization", "prior_basis"]
+
+#: what an estimate is for: the check at an answer (and any estimate at fixed hyperparameters), a search's anchor,
+#: or an anchor after a refinement found the path's anchors low (the anchors' runs, the check's moves)
+ROLES = ("check", "anchor", "refined anchor")
 
 #: the largest standard deviation, in units of the margin |theta| = 1, that the low-rank basis may drop from any
 #: latent: a thousandth of the width over which nu changes
@@ -65,11 +69,12 @@ class EvidenceBudget:
         if not (isinstance(self.scale, (int, float)) and math.isfinite(self.scale) and self.scale > 0):
             raise ValueError(f"evidence_budget must be a positive number (1 is the default work); got {self.scale!r}")
 
-    def moves(self, dimension: int, *, anchor: bool = False) -> int:
+    def moves(self, dimension: int, role: str = "check") -> int:
         """Slice moves per temperature for an integral of ``dimension`` latents: ``scale`` times
-        max(5, ceil(dimension / 50)) (at an anchor, ``scale`` times ``anchor_moves``). Runs that have not mixed at
-        each temperature agree while all missing the same mass; more latents need more moves to mix."""
-        base = self.anchor_moves if anchor else max(5, math.ceil(dimension / 50))
+        max(5, ceil(dimension / 50)) (at a search's anchor, ``scale`` times ``anchor_moves``). Runs that have not
+        mixed at each temperature agree while all missing the same mass; more latents need more moves to mix."""
+        _check_role(role)
+        base = self.anchor_moves if role == "anchor" else max(5, math.ceil(dimension / 50))
         return max(1, math.ceil(self.scale * base))
 
     @staticmethod
@@ -84,18 +89,24 @@ class EvidenceBudget:
         h = max(math.log(math.cosh(min(C, 350.0))), math.log1p(math.exp(-2.0 * C)))
         return min(int(math.ceil(0.6 * n * h)) + 2, MAX_TEMPERATURES)
 
-    def plan(self, dimension: int, n: float, C: float, *, anchor: bool = False) -> dict:
-        """The sampler's settings (keywords of :func:`annealed_log_expectation`) for one estimate."""
-        return {"n_runs": self.anchor_runs if anchor else self.n_runs, "n_particles": self.n_particles,
-                "n_mcmc_steps": self.moves(dimension, anchor=anchor), "target_ess": self.target_ess,
+    def plan(self, dimension: int, n: float, C: float, role: str = "check") -> dict:
+        """The sampler's settings (keywords of :func:`annealed_log_expectation`) for one estimate in ``role``
+        (:data:`ROLES`)."""
+        return {"n_runs": self.n_runs if role == "check" else self.anchor_runs, "n_particles": self.n_particles,
+                "n_mcmc_steps": self.moves(dimension, role), "target_ess": self.target_ess,
                 "temperature_cap": self.max_temperatures(n, C), "max_shrinks": self.max_shrinks}
 
-    def ceiling(self, dimension: int, n: float, C: float, *, anchor: bool = False) -> int:
+    def ceiling(self, dimension: int, n: float, C: float, role: str = "check") -> int:
         """The most likelihood evaluations one estimate can make: R N (1 + T moves (max_shrinks + 1)), each of
         O(M r) work (M distinct inputs, r the basis' rank)."""
-        plan = self.plan(dimension, n, C, anchor=anchor)
+        plan = self.plan(dimension, n, C, role)
         per_particle = 1 + plan["temperature_cap"] * plan["n_mcmc_steps"] * (plan["max_shrinks"] + 1)
         return plan["n_runs"] * plan["n_particles"] * per_particle
+
+
+def _check_role(role: str) -> None:
+    if role not in ROLES:
+        raise ValueError(f"role must be one of {ROLES}; got {role!r}")
 
 
 @float64
@@ -132,7 +143,7 @@ def padded_basis(factor: np.ndarray, size: int) -> np.ndarray:
 
 @float64
 def budgeted_log_normalization(factor, weights, C: float, *, budget: EvidenceBudget = EvidenceBudget(), key=0,
-                               anchor: bool = False, keep_particles: bool = False, move_last: bool = False,
+                               role: str = "check", keep_particles: bool = False, move_last: bool = False,
                                stream: int = 0) -> AnnealingResult:
     """ln E_{w ~ N(0, I)}[prod_u nu((S w)_u; C)^{weights_u}] by tempered SMC at ``budget``'s fixed work.
 
@@ -142,7 +153,8 @@ def budgeted_log_normalization(factor, weights, C: float, *, budget: EvidenceBud
     temperature follow the integral's dimension, min(D, the entries of positive weight). Where the runs disagree,
     ``se`` is the standard deviation of the runs' ln Z_r (the mean then rests on one run or a few, and is biased
     low). ``keep_particles``: the particles theta (R, N, size) over the padded inputs (moved once more at beta = 1
-    with ``move_last``, otherwise as the last resampling left them). The result's ``likelihood_evaluations`` is at
+    with ``move_last``, otherwise as the last resampling left them). ``role``: what the estimate is for
+    (:data:`ROLES`, :meth:`EvidenceBudget.plan`). The result's ``likelihood_evaluations`` is at
     most ``budget.ceiling``; its ``rank`` is D.
     """
     factor = np.asarray(factor, dtype=np.float64)
@@ -153,7 +165,7 @@ def budgeted_log_normalization(factor, weights, C: float, *, budget: EvidenceBud
     mask = np.zeros(size)
     mask[:M] = weights
     dimension = min(D, int(np.count_nonzero(weights)))
-    plan = budget.plan(dimension, float(np.sum(weights)), float(C), anchor=anchor)
+    plan = budget.plan(dimension, float(np.sum(weights)), float(C), role)
     result = annealed_log_expectation(chol, product_route_log_likelihood, args=(float(C), mask), key=key,
                                       stream=stream, keep_particles=keep_particles, move_last=move_last,
                                       warn=False, **plan)

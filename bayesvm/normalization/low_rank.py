@@ -130,7 +130,7 @@ def reference_log_likelihood(z: Array, mean: Array, scale: Array, log_det_scale:
 
 @float64
 def annealed_log_normalization_low_rank(prior: LowRankPrior, C: float, *, key=0, reference: bool = True,
-                                        budget: EvidenceBudget = EvidenceBudget(), anchor: bool = False,
+                                        budget: EvidenceBudget = EvidenceBudget(), role: str = "check",
                                         keep_particles: bool = False) -> tuple[AnnealingResult, WeightGaussian]:
     """ln N(D) = ln E_w[prod_i nubar_i(v_i^T w)] under the prior V V^T + diag(d), by tempered SMC over w.
 
@@ -139,8 +139,8 @@ def annealed_log_normalization_low_rank(prior: LowRankPrior, C: float, *, key=0,
     ``reference`` (the default) the annealing starts from EP's Gaussian
     approximation of the weights' distribution
     (:func:`bayesvm.evidence.ep_low_rank.nu_weight_gaussian`), else from the prior
-    N(0, I) (module docstring). The work is ``budget``'s for the m + 1 weights (its anchor plan with
-    ``anchor``; :class:`bayesvm.normalization.budget.EvidenceBudget`); with ``keep_particles``
+    N(0, I) (module docstring). The work is ``budget``'s for the m + 1 weights, at its plan for ``role``
+    (:meth:`bayesvm.normalization.budget.EvidenceBudget.plan`); with ``keep_particles``
     the particles are the z, w = mean + z scale^T with the returned reference.
     """
     V, d = _checked_prior(prior)
@@ -148,7 +148,7 @@ def annealed_log_normalization_low_rank(prior: LowRankPrior, C: float, *, key=0,
     eye = jnp.eye(V.shape[1], dtype=V.dtype)
     start = (nu_weight_gaussian(LowRankPrior(V, d), C) if reference
              else WeightGaussian(jnp.zeros(V.shape[1]), eye, jnp.zeros(()), jnp.asarray(False)))
-    plan = budget.plan(V.shape[1], V.shape[0], C, anchor=anchor)
+    plan = budget.plan(V.shape[1], V.shape[0], C, role)
     result = annealed_log_expectation(eye, reference_log_likelihood,
                                       args=(start.mean, start.scale, start.log_det_scale, V, d, C), key=key,
                                       keep_particles=keep_particles, warn=False, **plan)
@@ -183,13 +183,13 @@ class LowRankPathPrior:
         V, d = low_rank_prior_at(x, self.X, self.Z, self.template, self.kind)
         return low_rank_log_likelihood(w, V, d, penalty_at(x))
 
-    def anneal(self, x: np.ndarray, key, budget: EvidenceBudget, anchor: bool) -> Annealed | None:
+    def anneal(self, x: np.ndarray, key, budget: EvidenceBudget, role: str) -> Annealed | None:
         prior, jitter = _prior_at(jnp.asarray(x), self.X, self.Z, self.template, self.kind)
         finite = all(bool(np.all(np.isfinite(np.asarray(a)))) for a in prior)
         if not (finite and float(jitter) <= MARGIN_RESOLUTION):
             return None
         result, reference = annealed_log_normalization_low_rank(
-            prior, float(np.exp(x[0])), key=key, keep_particles=True, budget=budget, anchor=anchor
+            prior, float(np.exp(x[0])), key=key, keep_particles=True, budget=budget, role=role
         )
         z = jnp.reshape(result.particles, (-1, prior.V.shape[1]))
         return Annealed(result, reference.mean + z @ reference.scale.T, None)

@@ -123,9 +123,9 @@ class PathPrior(Protocol):
     def log_integrand(self, x: Array, z: Array, aux: Any) -> Array:
         """ln f(z_s; x) for every row z_s of z (traceable and differentiable in x)."""
 
-    def anneal(self, x: np.ndarray, key, budget: EvidenceBudget, anchor: bool) -> Annealed | None:
-        """Tempered SMC at x at ``budget``'s anchor plan (``anchor``) or its full one, with its particles; None
-        where the prior is not resolved at x."""
+    def anneal(self, x: np.ndarray, key, budget: EvidenceBudget, role: str) -> Annealed | None:
+        """Tempered SMC at x at ``budget``'s plan for ``role`` (:data:`bayesvm.normalization.budget.ROLES`), with its
+        particles; None where the prior is not resolved at x."""
 
 
 @jit
@@ -192,13 +192,13 @@ class FullPathPrior:
         L = jnp.linalg.cholesky(K + jitter * jnp.eye(K.shape[0], dtype=K.dtype))
         return jnp.sum(self.mask * log_nu(z @ L.T, penalty_at(x)), axis=1)
 
-    def anneal(self, x: np.ndarray, key, budget: EvidenceBudget, anchor: bool) -> Annealed | None:
+    def anneal(self, x: np.ndarray, key, budget: EvidenceBudget, role: str) -> Annealed | None:
         factor = self._resolved_factor(x)
         if factor is None:
             return None
         L, jitter = factor
         result = budgeted_log_normalization(L, self.mask, float(np.exp(x[0])), budget=budget, key=key,
-                                            anchor=anchor, keep_particles=True, move_last=True)
+                                            role=role, keep_particles=True, move_last=True)
         return Annealed(result, _whitened(L, result.particles), jitter)
 
     def anchored(self, x: np.ndarray, result: AnnealingResult, key, n_mcmc_steps: int) -> Annealed | None:
@@ -306,8 +306,8 @@ class ReweightedPath:
     """ln N(D) along a sequence of search points for any :class:`PathPrior` (module docstring).
 
     Mutable by design: it owns the anchors met so far and counts the work. ``budget`` fixes each anchor's
-    tempered SMC (its anchor plan; after a refinement, its full plan's moves: runs with too few moves agree while
-    missing the same mass, which is what a refinement found).
+    tempered SMC (its anchor plan; after a refinement, the check's moves per temperature: runs with too few moves
+    agree while missing the same mass, which is what a refinement found).
     """
 
     def __init__(self, prior: PathPrior, key: int = 0, budget: EvidenceBudget = EvidenceBudget(),
@@ -322,10 +322,10 @@ class ReweightedPath:
         self.n_refinements = 0
         self.likelihood_evaluations = 0  # the anchors' work
 
-    def _annealed_anchor(self, x: np.ndarray, key, anchor: bool) -> _Anchor | None:
-        """Tempered SMC at x as an anchor (not yet one of the path's), at the budget's anchor plan (``anchor``) or
-        its full one; None where not resolved."""
-        annealed = self.prior.anneal(x, key, self.budget, anchor)
+    def _annealed_anchor(self, x: np.ndarray, key, role: str) -> _Anchor | None:
+        """Tempered SMC at x as an anchor (not yet one of the path's), at the budget's plan for ``role``; None where
+        not resolved."""
+        annealed = self.prior.anneal(x, key, self.budget, role)
         self.n_anchors += 1
         if annealed is None:
             return None
@@ -388,7 +388,7 @@ class ReweightedPath:
             serving = self._served(anchor, x)
             if serving is not None:
                 return _path_estimate(anchor, serving[0], anchored=False)
-        anchor = self._annealed_anchor(x, self.key, anchor=self.n_refinements == 0)
+        anchor = self._annealed_anchor(x, self.key, "anchor" if self.n_refinements == 0 else "refined anchor")
         if anchor is None:
             return _unresolved(x)
         self.anchors.append(anchor)
@@ -396,10 +396,10 @@ class ReweightedPath:
 
     @float64
     def refine(self, x, tolerance: float, reference: AnnealingResult | None = None) -> PathEstimate:
-        """Anchor again at x at the budget's full plan and random numbers of its own (the path's key folded with the
+        """Anchor again at x at the budget's check plan and random numbers of its own (the path's key folded with the
         number of refinements), or on ``reference``, tempered SMC already run at x with its particles
-        (:meth:`FullPathPrior.anchored`, moved with the full plan's moves and those random numbers), and drop every
-        anchor whose estimate at x this one contradicts; later anchors take the full plan's moves too.
+        (:meth:`FullPathPrior.anchored`, moved with its moves and those random numbers), and drop every
+        anchor whose estimate at x this one contradicts; later anchors take the check's moves too.
 
         For where a fresh estimate at x has shown the path's value there to be off: agreeing runs of a small
         budget can all miss the same mass and lie low, and a search then climbs towards where they do. An anchor
@@ -413,7 +413,7 @@ class ReweightedPath:
         self.n_refinements += 1
         key = jax.random.fold_in(as_key(self.key), self.n_refinements)
         if reference is None:
-            new = self._annealed_anchor(x, key, anchor=False)
+            new = self._annealed_anchor(x, key, "check")
         else:
             annealed = self.prior.anchored(x, reference, key, reference.n_mcmc_steps)
             new = None if annealed is None else self._anchor(x, annealed)
