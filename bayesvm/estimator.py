@@ -177,7 +177,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         shape_name = template.shape_parameter
         fixed = self._fixed(shape_name)
         seed = self._seed()
-        # the notice points at the caller's line, past fit's two decorators
+        # the warning points at the caller's line, past fit's two decorators
         selected_on, self.selection_rows_ = selection_subset(data, self.selection_size, random_state=seed,
                                                              stacklevel=4)
         inducing = prior_for(selected_on.X, self.n_inducing, random_state=seed).evidence_options.get("inducing")

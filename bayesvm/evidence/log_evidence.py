@@ -29,6 +29,7 @@ from .approximations import (
     normalization_estimator,
 )
 from .ep import EPResult
+from ..exceptions import BayesvmWarning, ConvergenceWarning, UntrustedEvidenceWarning
 from ..kernels import RBF, Kernel, gram_matrix
 from ..low_rank import inducing_inputs, low_rank_prior
 from ..normalization.low_rank import annealed_log_normalization_low_rank
@@ -51,13 +52,11 @@ __all__ = [
     "training_normalization",
 ]
 
-#: Laplace-style evidence is flagged when more than this share of the points is marginal. Measured
-#: (evidence-accuracy study of the documentation, 72 points on six data sets at n = 80): above 7.5% every
-#: Laplace value was more than 5 nats above the sampled reference; its error was about
-#: LAPLACE_OPTIMISM_SLOPE * share + LAPLACE_OPTIMISM_INTERCEPT nats (theory: "Where the Laplace form breaks").
+#: Laplace-style evidence is flagged when more than this share of the points is marginal. 0.075: above it every
+#: Laplace value lay more than 5 nats above the sampled reference (theory: "Where the Laplace form breaks").
 LAPLACE_MARGINAL_SHARE = 0.075
-#: Least-squares fit, over the same 72 points, of the Laplace-style value's excess over tempered sampling (nats)
-#: against the share of marginal points: excess ~= slope * share + intercept, residual sd in nats.
+#: the Laplace-style value's excess over tempered sampling against the share of marginal points, least squares:
+#: excess ~= slope * share + intercept nats, residual sd in nats (documentation: evidence accuracy).
 LAPLACE_OPTIMISM_SLOPE = 28.6
 LAPLACE_OPTIMISM_INTERCEPT = 4.2
 LAPLACE_OPTIMISM_RESIDUAL_SD = 4.2
@@ -158,8 +157,8 @@ def _naive_estimate(cells: Cells, approximation: str, determinant: str, random_s
     estimator = naive_estimator(approximation, determinant=determinant, key=random_state, log_z_tol=0.0)
     estimate = estimator(cells).at(0)
     if approximation == "ep" and not estimate.trusted:
-        warnings.warn("EP for ln Q(D) did not converge; the value is unreliable", RuntimeWarning,
-                      stacklevel=stacklevel)
+        warnings.warn("EP for ln Q(D) did not converge at these hyperparameters, so its value is unreliable; check it "
+                      "with approximation='sampled'", ConvergenceWarning, stacklevel=stacklevel)
     return estimate
 
 
@@ -225,7 +224,8 @@ def log_normalization(
             f"{inputs.shape[0]} rows (use 'annealed-stand-in' for stand-in inputs)"
         )
     return _normalization_estimate(point_cells(inputs, kernel, C, n=int(n)), method, n_samples, random_state,
-                                   stacklevel=4)  # _normalization_estimate, log_normalization, float64, the caller
+                                   stacklevel=4,  # _normalization_estimate, log_normalization, float64, the caller
+                                   option="method")
 
 
 def training_normalization(data: TrainingData, C: float, kernel: Kernel, *, random_state=0,
@@ -240,30 +240,33 @@ def training_normalization(data: TrainingData, C: float, kernel: Kernel, *, rand
 
 
 def _normalization_estimate(cells: Cells, method: str, n_samples: int, random_state, stacklevel: int,
-                            keep_particles: bool = False) -> Estimate:
+                            keep_particles: bool = False, option: str = "normalization") -> Estimate:
     """ln N(D) of the one cell (its inputs: the training inputs, or stand-ins with ``cells.n`` the exponent) by the
-    named estimator; warns when it is not to be trusted."""
+    named estimator; warns when it is not to be trusted. ``option``: the caller's name for the estimator's argument
+    (``normalization`` in :func:`log_evidence`, ``method`` in :func:`log_normalization`), which the warning names."""
     estimate = normalization_estimator(method, key=random_state, n_samples=n_samples,
                                        keep_particles=keep_particles)(cells).at(0)
     if not estimate.trusted:
         unsettled = method == "annealed" and not estimate.diagnostics["settled"]
         warnings.warn(_UNTRUSTED_NORMALIZATION["annealed-unsettled" if unsettled else method].format(
-            **estimate.diagnostics), RuntimeWarning, stacklevel=stacklevel)
+            option=option, **estimate.diagnostics), UntrustedEvidenceWarning, stacklevel=stacklevel)
     return estimate
 
 
-#: what an untrusted ln N(D) means, by estimator
+#: what an untrusted ln N(D) means, by estimator, and what to pass instead ({option}: the caller's argument)
 _UNTRUSTED_NORMALIZATION = {
-    "annealed": "the tempered-SMC runs for ln N(D) disagree (effective number of runs {ess:.1f} of {n_runs}): the "
-                "value is biased low and its standard error unreliable",
+    "annealed": "the tempered-SMC runs for ln N(D) disagree (effective number of runs {ess:.1f} of {n_runs}), so the "
+                "value is biased low and its standard error unreliable; the result says so (normalization_trusted "
+                "is False)",
     "annealed-unsettled": "the tempered-SMC runs for ln N(D) agree, but their value still rose by more than its "
-                          "tolerance at the largest budget: it is likely still biased low (the evidence biased high)",
-    "annealed-stand-in": "the tempered-SMC runs for ln N(D) disagree (effective number of runs {ess:.1f} of "
-                         "{n_runs}): the value is biased low and its standard error unreliable",
-    "ep": "EP for ln N(D) did not converge; the value is unreliable",
-    "prior": "ln N(D) by plain prior sampling rests on {ess:.1f} effective draws of {n_samples}: the estimate is "
-             "likely biased low by several nats and its standard error is unreliable (the mean of N(theta)^n is "
-             "carried by rare draws that a finite sample usually misses). Use more samples or an annealed estimator.",
+                          "tolerance at the largest budget, so it is likely still biased low (the evidence high); "
+                          "the result says so (normalization_trusted is False)",
+    "annealed-stand-in": "the tempered-SMC runs for ln N(D) over stand-in inputs disagree (effective number of runs "
+                         "{ess:.1f} of {n_runs}), so the value is biased low; pass {option}='annealed' (over the "
+                         "training inputs)",
+    "ep": "EP for ln N(D) did not converge, so its value is unreliable; pass {option}='annealed' (the default)",
+    "prior": "ln N(D) by plain prior sampling rests on {ess:.1f} effective draws of {n_samples}, so it is likely "
+             "biased low by several nats; pass a larger n_samples or {option}='annealed' (the default)",
 }
 
 
@@ -313,13 +316,9 @@ def log_evidence(
     Notes
     -----
     The default ln N(D) grows its budget until its runs agree, and its cost
-    grows much faster than n. Measured on adult rows at a selected point
-    (the 2-core development machine; the documentation's speed page): 2.2 s
-    at 400 rows and 137-204 s at 1,000 on one core, half an hour or more at
-    2,000 on two, on the full prior; with ``inducing=200`` at 2,000 rows it
-    had not finished after 25 minutes. :class:`~bayesvm.BayesianSVC`
-    therefore selects on a subsample of 500 rows above 500 (theory: "Large
-    data: selection on a subsample").
+    grows much faster than n (documentation: speed).
+    :class:`~bayesvm.BayesianSVC` therefore selects on a subsample of 500
+    rows above 500 (theory: "Large data: selection on a subsample").
     """
     if inducing is None:
         for name, value, accepted in (("approximation", approximation, NAIVE_ESTIMATORS),
@@ -412,17 +411,20 @@ def _low_rank_evidences(data: TrainingData, C: float, kernel: Kernel, inducing, 
         Z = check_inputs(inducing, name="inducing", n_features=X.shape[1])
     with warnings.catch_warnings():  # disagreeing runs are reported through normalization_trusted
         warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", BayesvmWarning)
         norm, _ = annealed_log_normalization_low_rank(low_rank_prior(kernel, jnp.asarray(X), jnp.asarray(Z)), C,
                                                       key=random_state)
     if not norm.runs_agree:
         warnings.warn(_UNTRUSTED_NORMALIZATION["annealed"].format(ess=norm.ess, n_runs=norm.n_runs),
-                      RuntimeWarning, stacklevel=4)
+                      UntrustedEvidenceWarning, stacklevel=4)
     # one EP run per problem serves ln Q(D) and the posterior; the k problems share one low-rank prior
     fitted = low_rank_posteriors(data, C, kernel, Z)
     evidences = []
     for value, converged, posterior in zip(fitted.log_naive, fitted.converged, fitted.posteriors):
         if not converged:
-            warnings.warn("EP for ln Q(D) did not converge; the value is unreliable", RuntimeWarning, stacklevel=4)
+            warnings.warn("EP for ln Q(D) on the low-rank prior did not converge, so its value is unreliable; compare "
+                          "with more inducing inputs (inducing=...) or the full prior (inducing=None)",
+                          ConvergenceWarning, stacklevel=4)
         evidences.append(Evidence(
             total=float(value) - norm.value, total_se=norm.se, naive=float(value), naive_se=0.0, terms=None,
             log_normalization=norm.value, log_normalization_se=norm.se, normalization_ess=norm.ess, n_marginal=None,
@@ -492,20 +494,19 @@ def one_vs_rest_evidence(data: TrainingData, C: float, kernel: Kernel, *, random
 
 def _warn_outside_range(terms: NaiveEvidenceTerms, n_marginal: int, n: int, determinant: str) -> None:
     if not np.isfinite(terms.value):
+        remedy = "determinant='regularized'" if determinant != "regularized" else "approximation='ep' (the default)"
         warnings.warn(
-            f"the {determinant} Laplace determinant is degenerate (singular K_m or a marginal alpha at a bound): "
-            f"ln Q(D) = {float(terms.value)}. Use determinant='regularized'.",
-            RuntimeWarning,
+            f"the {determinant} Laplace determinant is degenerate (singular K_m or a marginal alpha at a bound), so "
+            f"ln Q(D) = {float(terms.value)}; pass {remedy}",
+            UntrustedEvidenceWarning,
             stacklevel=6,  # _warn_outside_range, _evidence_at_fit, evidences_at, log_evidence, float64, the caller
         )
     share = n_marginal / n
     if share > LAPLACE_MARGINAL_SHARE:
         warnings.warn(
-            f"{n_marginal} of {n} points are marginal: the Laplace-style evidence linearises the prior over "
-            f"each marginal kink and is too optimistic, by about "
+            f"{n_marginal} of {n} points are marginal, where the Laplace-style ln Q(D) is too optimistic, by about "
             f"{LAPLACE_OPTIMISM_SLOPE * share + LAPLACE_OPTIMISM_INTERCEPT:.0f} +- {LAPLACE_OPTIMISM_RESIDUAL_SD:.0f} "
-            "nats at this share (measured against annealed sampling on six data sets of 80 points). Use "
-            "approximation='ep' (the default), or 'sampled' to check.",
-            RuntimeWarning,
+            "nats at this share; pass approximation='ep' (the default), or 'sampled' to check",
+            UntrustedEvidenceWarning,
             stacklevel=6,
         )

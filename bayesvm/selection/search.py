@@ -43,6 +43,7 @@ from .._precision import float64
 from ..evidence.ep import EP_LOOPS
 from ..evidence.approximations import path_estimators
 from ..evidence.ep_gradient import EPSites
+from ..exceptions import BayesvmWarning
 from ..hyperparameters import SearchSpace, kernel_hyperparameters_at, pairwise_distances
 from ..hyperparameters import feature_pairwise_distances
 from ..kernels import Kernel, is_ard
@@ -74,8 +75,8 @@ class SearchOptions:
     coordinate's gradient is below this (nats per training point per unit
     log); ftol: L-BFGS-B's one-iteration test, stop when an iteration improves ln P(D) / n by less than this
     relative amount (default 0: only an iteration that gains nothing; one small step on a ridge ended climbs short
-    of the maximum, which the ``stall`` test, over several iterations, does not: documentation, large data,
-    "ninth session"); stall: stop when
+    of the maximum, which the ``stall`` test, over several iterations, does not: documentation, large data);
+    stall: stop when
     the last ``stall`` iterations together raised ln P(D) by less than the
     standard error ln N(D) is estimated to
     (:func:`~bayesvm.normalization.budget.target_standard_error`, per
@@ -379,6 +380,7 @@ class EvidenceAscent:
         free = space.free
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # the anchors' own SMC warnings are summarised below
+            warnings.simplefilter("ignore", BayesvmWarning)
             x0, moved = _feasible_start(objective, space, start, options.max_screen)
             if x0 is None:
                 message = (f"skipped: the evidence could not be evaluated at the start or at {moved} candidates "

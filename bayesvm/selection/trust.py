@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 from .._validation import TrainingData
 from ..evidence.log_evidence import Evidence, OneVsRestEvidence, one_vs_rest_evidence, training_normalization
+from ..exceptions import BayesvmWarning
 from ..kernels import Kernel
 from ..normalization.annealing import AnnealingResult
 
@@ -75,6 +76,7 @@ def check_point(data: TrainingData, C: float, kernel: Kernel, search_log_normali
     """
     with warnings.catch_warnings():  # failures are reported by the report, once
         warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", BayesvmWarning)
         norm = None if inducing is not None else training_normalization(data, C, kernel, random_state=random_state,
                                                                         keep_particles=True)
         evidence = one_vs_rest_evidence(data, C, kernel, random_state=random_state, inducing=inducing,
