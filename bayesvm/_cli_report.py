@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from .exceptions import ConvergenceWarning
+
 
 def table(rows: list[tuple[str, str]]) -> str:
     """Two aligned columns (name, value), indented by two spaces."""
@@ -164,7 +166,7 @@ def _posterior_probability(evidence, X) -> np.ndarray:
 
     posterior = evidence.low_rank if evidence.fit is None else Posterior.from_fit(evidence.fit, "ep")
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)
         return np.asarray(posterior.predict_proba(X))
 
 

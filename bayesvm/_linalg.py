@@ -51,8 +51,7 @@ def _array_module(*arrays):
     NumPy otherwise.
 
     Padding on the host costs no compilation: called eagerly, a jax.numpy operation compiles a program of its
-    own for every shape it meets, which for the padding helpers below was a few tenths of a second of a first fit
-    (documentation: speed, twenty-fourth session).
+    own for every shape it meets (documentation: speed).
     """
     return jnp if any(isinstance(a, jax.core.Tracer) for a in arrays) else np
 
@@ -103,8 +102,8 @@ def on_padded_rows(function, *arrays):
     their number m, every output (a pytree of arrays) trimmed back to m rows as NumPy.
 
     The compiled programs of a prediction then serve every number of inputs that pads to the same size (one for
-    1 to 64 inputs, one per eighth of a doubling above) instead of compiling again for each new m, which took
-    about a second per new m on the 2-core machine. The padding rows are valid inputs whose outputs are dropped.
+    1 to 64 inputs, one per eighth of a doubling above) instead of compiling again for each new m. The padding
+    rows are valid inputs whose outputs are dropped.
     """
     m = arrays[0].shape[0]
     size = problem_size(m)

@@ -33,6 +33,7 @@ from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from sklearn.utils.validation import check_is_fitted
 
 from ._validation import check_labels, check_vector
+from .exceptions import ConvergenceWarning
 
 __all__ = [
     "PlattScaler",
@@ -153,12 +154,14 @@ def fit_soft_logistic(
             step /= 2.0
         else:
             warnings.warn(
-                "Newton line search could not decrease the logistic loss; returning the last iterate",
-                RuntimeWarning,
+                "Newton's line search could not decrease the logistic loss, so the last iterate is returned; if the "
+                "decision values separate the classes, fit on out-of-fold ones (cross_val_decision_values)",
+                ConvergenceWarning,
                 stacklevel=2,
             )
             return w
-    warnings.warn(f"Newton's method reached max_iter={max_iter} before converging", RuntimeWarning, stacklevel=2)
+    warnings.warn(f"Newton's method reached max_iter={max_iter} before converging; pass a larger max_iter (fit_soft_logistic)",
+                  ConvergenceWarning, stacklevel=2)
     return w
 
 

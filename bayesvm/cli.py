@@ -205,7 +205,8 @@ def _selection_rows(args, X, y, source: str):
     """--selection-size: the stratified subsample of the rows the search selects on (every row up to 500 with
     'auto'), with the data's description saying so."""
     from ._validation import training_data
-    from .selection.subsample import SubsampleNotice, selection_subset
+    from .exceptions import SubsampleWarning
+    from .selection.subsample import selection_subset
 
     value = args.selection_size
     if value not in ("auto", "none"):
@@ -215,7 +216,7 @@ def _selection_rows(args, X, y, source: str):
             raise InputError(f"--selection-size must be 'auto', 'none' or a number of rows >= 2; got {value!r}") from None
     try:
         with warnings.catch_warnings():  # the data's description says it
-            warnings.simplefilter("ignore", SubsampleNotice)
+            warnings.simplefilter("ignore", SubsampleWarning)
             _, rows = selection_subset(training_data(X, y), None if value == "none" else value,
                                        random_state=args.seed)
     except ValueError as error:

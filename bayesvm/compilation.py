@@ -14,34 +14,26 @@ CPU backend: LLVM's optimisation level 1 instead of XLA's default 2, and
 XLA's classic element-wise fusion emitters instead of its newer MLIR-based
 ones. They apply where no array argument of a program holds more than
 :data:`CHEAP_COMPILATION_MAX_ELEMENTS` numbers (the sampler's 4 x 128
-particles up to 256 points): at 150 points they cut the compilation of a
-first fit by more than a third and the computation ran as fast, but at 400
-points the computation ran about 8% slower, which every later fit pays
-for 2-3 s of compilation saved once, so larger problems, where a first fit's time is the computation rather than
-the compilation, keep XLA's defaults (the documentation's speed page has the
-numbers; ``benchmarks/cold_start.py``). They are per-program options
+particles up to 256 points): there they cut a first fit's compilation and
+the computation runs as fast; on larger problems the computation runs
+slower, which every later fit pays for compilation saved once, so they keep
+XLA's defaults (documentation: speed; ``benchmarks/cold_start.py``). They are per-program options
 (``jax.jit``'s ``compiler_options``), not process-wide flags: the caller's
 own JAX programs compile as before, and on an accelerator the package's
 compile with XLA's defaults.
 
 Programs that a fit runs only a few times (the MAP SVM's solver, EP's
 posterior at the answer, the predictions; ``jit(..., rarely_run=True)``)
-take :data:`RARELY_RUN_COMPILER_OPTIONS` instead, LLVM's level 0: at 150
-points the solver's polish and EP's posterior compiled in about 0.4 s each
-instead of 1.5 s, and ran 1.3-1.6x slower (EP's posterior 49 ms against
-30 ms; at 350 points 320 ms against 237 ms), which a fit pays once or twice.
-So do the programs of an escalated ln N(D) (EP's Gaussian for the guide,
-its slice guide, the quadrature's split of the prior): EP's Gaussian
-compiled in 0.8 s instead of 2.3 s and ran 80 ms a call instead of 63 (Pima,
-300 points). The programs the search runs at every step (EP with its
-gradient, the sampler, the path's reweighting) keep level 1: at level 0 a
-warm fit at 150 points took 2.4 times as long, the reweighting 18 ms a call
-instead of 5.5. The rarely run programs take level 0 up to 512 points
+take :data:`RARELY_RUN_COMPILER_OPTIONS` instead, LLVM's level 0: they
+compile about three times faster and run somewhat slower, which a fit pays
+once or twice. So do the programs of an escalated ln N(D) (EP's Gaussian for
+the guide, its slice guide, the quadrature's split of the prior). The
+programs the search runs at every step (EP with its gradient, the sampler,
+the path's reweighting) keep level 1: at level 0 a warm fit took more than
+twice as long. The rarely run programs take level 0 up to 512 points
 (:data:`RARELY_RUN_MAX_ELEMENTS`; the default selects on 500 rows above
-that): at 400 points EP's posterior and the solver compiled in 0.65-0.7 s
-each instead of 2.3-2.5 s with XLA's defaults and ran 68 ms and 27 ms
-longer; at 1,000 points they would run 0.24 s and 0.5 s longer for the same
-3.6 s of compiling saved, so larger problems keep XLA's defaults.
+that); on larger problems their slower runs would outweigh the compilation
+saved, so they keep XLA's defaults (documentation: speed).
 """
 
 from __future__ import annotations
@@ -67,10 +59,8 @@ CHEAP_COMPILATION_MAX_ELEMENTS = 4 * 128 * 256
 #: the same bound for the programs a fit runs only a few times: problems up to 512 points (see the module docstring)
 RARELY_RUN_MAX_ELEMENTS = 512 * 512
 
-#: programs that compile faster than this are not written. JAX's own default (1 s) would skip most of bayesvm's:
-#: about 75 of the 85-98 programs of a first fit are small ones (0.02-0.05 s each, about 1.5 s together), and
-#: keeping them too took a cached first fit from 10.7 s to 9.4 s at 150 points and from 19.3 s to 16.6 s at 400
-#: (1.4 MB on disk; benchmarks/cold_start.py)
+#: programs that compile faster than this are not written. 0: JAX's own default (1 s) would skip most of bayesvm's
+#: programs, small ones that together slow a cached first fit (benchmarks/cold_start.py)
 _MIN_COMPILE_SECONDS = 0.0
 
 
@@ -139,8 +129,8 @@ def _on_device(tree):
     ``jax.jit`` keeps one compiled program per kind of argument as well as per shape and type: a NumPy array and a
     device array (another program's output) of the same shape compile a program each. The package's host-side code
     passes both where a value comes now from NumPy and now from a program: EP's program took the checks' Gram
-    matrix from NumPy and the search's from the program that builds it, and compiled twice (documentation: speed,
-    twenty-eighth session). The transfer is the one jit makes for a NumPy argument anyway."""
+    matrix from NumPy and the search's from the program that builds it, and compiled twice (documentation: speed).
+    The transfer is the one jit makes for a NumPy argument anyway."""
     return jax.tree_util.tree_map(lambda leaf: jax.device_put(leaf) if isinstance(leaf, (np.ndarray, np.generic))
                                   else leaf, tree)
 

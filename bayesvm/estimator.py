@@ -14,10 +14,9 @@ posterior mean, so ``predict`` and ``predict_proba`` agree by construction.
 
 Why EP by default: at the large amplitudes the evidence often selects, the
 Laplace-style Gaussian sits at the SVM output theta* = O(1) with a variance of
-order k0, and every averaged probability comes out near 1/2 (test NLL ln 2 on
-ionosphere at 100 training points), while EP's posterior mean carries the
-scale the evidence chose (NLL 0.23, error 0.066 on the same split; the
-documentation's selection benchmark).
+order k0, and every averaged probability comes out near 1/2, while EP's
+posterior mean carries the scale the evidence chose (documentation:
+selection benchmark).
 
 Large training sets: above 500 rows (``selection_size="auto"``), or whenever
 ``selection_size`` is a number, the evidence and the hyperparameters it
@@ -185,7 +184,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         shape_name = template.shape_parameter
         fixed = self._fixed(shape_name)
         seed = self._seed()
-        # the notice points at the caller's line, past fit's two decorators
+        # the warning points at the caller's line, past fit's two decorators
         selected_on, self.selection_rows_ = selection_subset(data, self.selection_size, random_state=seed,
                                                              stacklevel=4)
         inducing = prior_for(selected_on.X, self.n_inducing, random_state=seed).evidence_options.get("inducing")

@@ -37,6 +37,7 @@ from .evidence.ep_gradient import EPSites
 from .evidence.ep_low_rank import (LowRankEPPredictor, low_rank_naive_evidences_and_gradient, low_rank_predict,
                                    low_rank_predictor)
 from .evidence.tilted import hinge_tilted_moments
+from .exceptions import ConvergenceWarning
 from .compilation import jit
 from .hyperparameters import coordinates_of
 from .kernels import Kernel, gram_matrix
@@ -64,10 +65,8 @@ PROBABILITY_METHODS = ("averaged", "map", "simple")
 APPROXIMATIONS = ("laplace", "ep")
 _HERMITE_NODES, _HERMITE_WEIGHTS = np.polynomial.hermite.hermgauss(64)
 #: EP's site tolerance (:func:`bayesvm.evidence.ep_loop.run_ep`'s ``tol``) for a posterior fitted for its predictions
-#: alone, whose ln Q(D) is not reported (every row after a selection on a subsample, :func:`posteriors_at`): EP
-#: converges linearly, about eleven sweeps per decade of the tolerance, and at 1e-4 instead of the evidence's 1e-8
-#: the class probabilities moved by at most 5.1e-6 and the error bars by 3.1e-5 in half the sweeps (adult at 1,000 and
-#: 2,000 rows: 47 and 51 sweeps against 91 and 97)
+#: alone, whose ln Q(D) is not reported (every row after a selection on a subsample, :func:`posteriors_at`).
+#: 1e-4: probabilities within 5.1e-6 of the evidence's 1e-8 in half the sweeps (documentation: speed)
 PREDICTION_TOLERANCE = 1e-4
 #: below this variance the averages equal the plug-in value to rounding; use it directly
 _MIN_VARIANCE = 1e-24
@@ -207,7 +206,9 @@ class Posterior(_LatentPredictions):
                                                             jnp.asarray(fit.y), fit.C)
             if not bool(result.converged):
                 warnings.warn(f"EP for the posterior did not converge (its last loop: {int(result.n_iter)} "
-                              "iterations); its predictions are approximate", RuntimeWarning, stacklevel=3)
+                              "iterations), so its predictions are approximate; the Laplace-style posterior "
+                              "(BayesianSVC(posterior='laplace')) needs no iteration", ConvergenceWarning,
+                              stacklevel=3)
             return cls(fit=fit, ep=result)
         K = gram_matrix(fit.kernel, jnp.asarray(fit.X))
         size = _linalg.buffer_size(int(fit.marginal.sum()), fit.X.shape[0])
@@ -300,8 +301,9 @@ def posteriors_at(data: TrainingData, C: float, kernel: Kernel, *, inducing=None
     if inducing is not None:
         fitted = low_rank_posteriors(data, C, kernel, inducing)
         if not np.all(fitted.converged):
-            warnings.warn("EP for the posterior did not converge; its predictions are approximate", RuntimeWarning,
-                          stacklevel=3)
+            warnings.warn("EP for the posterior on the low-rank prior did not converge, so its predictions are "
+                          "approximate; compare with more inducing inputs (BayesianSVC(n_inducing=...)) or the full "
+                          "prior (n_inducing=None)", ConvergenceWarning, stacklevel=3)
         return fitted.posteriors
     K = gram_matrix(kernel, jnp.asarray(data.X))
     posteriors = []

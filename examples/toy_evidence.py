@@ -54,7 +54,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from bayesvm import plotting  # noqa: E402
+from bayesvm import BayesvmWarning, plotting  # noqa: E402
 from bayesvm.datasets import ToyData, make_toy  # noqa: E402
 from bayesvm.evidence.log_evidence import log_evidence  # noqa: E402
 from bayesvm.kernels import RBF  # noqa: E402
@@ -151,6 +151,7 @@ def evidence_along_C(
     with warnings.catch_warnings():
         # low effective sample sizes are recorded in the curve (ess) and reported in the table
         warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", BayesvmWarning)
         for C in Cs:
             kernel = true_kernel().replace(amplitude=C_k0 / C)
             results.append(log_evidence(data.X, data.y, C=float(C), kernel=kernel, approximation=approximation,

@@ -16,6 +16,7 @@ import pytest
 from sklearn.gaussian_process import kernels as gp_kernels
 
 import bayesvm
+from bayesvm.exceptions import BayesvmWarning
 from bayesvm import BayesianSVC
 from bayesvm._precision import float64_scope
 from bayesvm.evidence.ep_gradient import ep_naive_evidence_and_gradient, zero_sites
@@ -227,6 +228,7 @@ def test_path_gradient_in_every_length_scale_is_the_gradient_of_its_estimate():
     X, _ = _problem(40, 3)
     with float64_scope(), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", BayesvmWarning)
         path = NormalizationPath(jnp.asarray(X), RBF(length_scale=np.ones(3)), key=0)
         estimate = path.estimate(_POINT)
         numeric = _central_differences(lambda x: path.estimate(x).value, _POINT, 1e-5)
@@ -243,6 +245,7 @@ def ard_fit():
     X, y = _problem(120, 5)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", BayesvmWarning)
         return X, y, BayesianSVC(ard=True).fit(X, y)
 
 

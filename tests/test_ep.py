@@ -18,6 +18,7 @@ import pytest
 from scipy import integrate, special, stats
 from scipy.special import logsumexp
 
+from bayesvm.exceptions import ConvergenceWarning
 from bayesvm._precision import float64_scope
 from bayesvm.evidence.ep import (
     ep_log_evidence,
@@ -554,5 +555,5 @@ def test_an_unconverged_ep_loop_is_followed_by_the_next_one(monkeypatch):
     monkeypatch.setattr(approximations, "EP_LOOPS", ((0.5, 1),))
     assert not naive_evidence(fit, "ep").trusted
     assert not np.any(naive_estimator("ep")(cells).trusted)
-    with pytest.warns(RuntimeWarning, match="EP for the posterior did not converge"):
+    with pytest.warns(ConvergenceWarning, match="EP for the posterior did not converge"):
         posterior.Posterior.from_fit(fit, "ep")

@@ -10,6 +10,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from bayesvm.exceptions import BayesvmWarning
 from bayesvm.estimator import BayesianSVC
 from bayesvm.evidence.log_evidence import log_evidence
 from bayesvm.kernels import RBF
@@ -39,6 +40,7 @@ def test_sklearn_estimator_checks(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GridEdgeWarning)
         warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", BayesvmWarning)
         check(estimator)
 
 
@@ -154,6 +156,7 @@ def test_fit_validates_the_training_data_once(n_classes):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
+            warnings.simplefilter("ignore", BayesvmWarning)
             model.fit(X, y)
     finally:
         sys.setprofile(None)

@@ -8,6 +8,7 @@ import pytest
 from scipy import integrate, stats
 from scipy.special import logsumexp
 
+from bayesvm.exceptions import BayesvmWarning, UntrustedEvidenceWarning
 from bayesvm import RBF, Linear
 from bayesvm.evidence.log_evidence import LAPLACE_MARGINAL_SHARE, log_evidence, log_naive_evidence, log_normalization
 from bayesvm.normalization.annealing import annealed_log_normalization
@@ -139,6 +140,7 @@ def test_log_evidence_assembles_its_parts():
     X, y = _tiny_problem(20, seed=6)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", BayesvmWarning)
         ev = log_evidence(X, y, C=1.0, kernel=RBF(0.3), approximation="laplace", normalization="prior",
                           n_samples=3000, random_state=2)
     np.testing.assert_allclose(ev.total, ev.naive - ev.log_normalization)
@@ -151,7 +153,7 @@ def test_log_evidence_assembles_its_parts():
 def test_low_effective_sample_size_warns():
     rng = np.random.default_rng(1)
     X = rng.uniform(size=(300, 1))
-    with pytest.warns(RuntimeWarning, match="effective draws"):
+    with pytest.warns(UntrustedEvidenceWarning, match="effective draws"):
         log_normalization(kernel=RBF(0.1, 5.0, 1.0), C=2.0, n=300, inputs=X, method="prior", n_samples=200)
 
 
@@ -181,7 +183,7 @@ def test_many_marginal_points_warn_about_laplace():
     rng = np.random.default_rng(2)
     X = rng.normal(size=(40, 2))
     y = np.where(rng.uniform(size=40) > 0.5, 1, -1)  # noise labels, short length scale: most points marginal
-    with pytest.warns(RuntimeWarning, match="marginal"):
+    with pytest.warns(UntrustedEvidenceWarning, match="marginal"):
         log_evidence(X, y, C=1.0, kernel=RBF(0.05, amplitude=100.0, offset=1.0), approximation="laplace",
                      n_samples=200)
 

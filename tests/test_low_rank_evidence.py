@@ -9,7 +9,8 @@ from bayesvm import BayesianSVC, log_evidence
 from bayesvm.datasets import load_dataset
 from bayesvm.kernels import RBF
 from bayesvm.posterior import Posterior
-from bayesvm.selection.search_priors import AUTO_INDUCING_ABOVE, FullPrior, InducingPrior, LowRankNotice, prior_for
+from bayesvm.exceptions import LowRankWarning
+from bayesvm.selection.search_priors import AUTO_INDUCING_ABOVE, FullPrior, InducingPrior, prior_for
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +75,7 @@ def test_prior_for_switches_to_the_low_rank_prior_above_the_threshold():
     chosen = prior_for(small, 7)
     assert isinstance(chosen, InducingPrior) and chosen.n_inducing == 7
     large = rng.normal(size=(AUTO_INDUCING_ABOVE + 1, 2))
-    with pytest.warns(LowRankNotice, match="low-rank prior"):
+    with pytest.warns(LowRankWarning, match="low-rank prior"):
         assert isinstance(prior_for(large, "auto"), InducingPrior)
     for bad in ("many", 0, 3.5):
         with pytest.raises(ValueError):

@@ -10,6 +10,7 @@ from scipy.optimize import minimize
 from sklearn.datasets import load_iris
 from sklearn.preprocessing import StandardScaler
 
+from bayesvm.exceptions import BayesvmWarning
 from bayesvm._precision import float64_scope
 from bayesvm.coupling import COUPLINGS, couple_one_vs_rest
 from bayesvm.estimator import BayesianSVC
@@ -132,6 +133,7 @@ def test_shared_selection_maximises_the_summed_evidence(iris):
     X, y, X_test, y_test = iris
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", BayesvmWarning)
         selection = select_hyperparameters(X, y, grid={"C": 1.0})
     assert selection.report.trusted
     best = selection.best
@@ -145,6 +147,7 @@ def test_shared_selection_maximises_the_summed_evidence(iris):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", BayesvmWarning)
         model = BayesianSVC(C=1.0, amplitude=3.0, multiclass="per_class").fit(X, y)
     assert model.C_.tolist() == [1.0, 1.0, 1.0] and model.length_scale_.shape == (3,)
     assert len(model.selection_) == 3 and model.evidence_.shared_normalization is False

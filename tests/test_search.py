@@ -14,6 +14,7 @@ import pytest
 from sklearn.model_selection import train_test_split
 
 import bayesvm
+from bayesvm.exceptions import BayesvmWarning, UntrustedEvidenceWarning
 from bayesvm._precision import float64_scope
 from bayesvm._validation import training_data
 from bayesvm.normalization.annealing import annealed_log_normalization
@@ -91,6 +92,7 @@ def test_nearby_sizes_share_the_search_programs_and_padding_changes_nothing():
     before = _padded_label_run._cache_size(), _reweighted._cache_size()
     with float64_scope(), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", BayesvmWarning)
         for n in (97, 99):
             search = _tight_ep(x, X[:n], y[:n], template)
             path = NormalizationPath(jnp.asarray(X[:n]), template, key=0)
@@ -111,6 +113,7 @@ def test_path_normalization_matches_fresh_tempered_smc_on_real_data():
     x0 = np.log([1.0, 5.0, 1.0, 3.0])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", BayesvmWarning)
         with float64_scope():
             path = NormalizationPath(jnp.asarray(X), template, key=1)
             path.estimate(x0)
@@ -155,6 +158,7 @@ def test_where_an_anchor_stops_serving_the_path_hands_over_to_the_next_continuou
     x0, direction = np.log([1.0, 10.0, 1.0, 5.0]), np.array([1.0, 0.0, 0.0, 0.0])
     with float64_scope(), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", BayesvmWarning)
         path = NormalizationPath(jnp.asarray(X), RBF(), key=0)
         path.estimate(x0)
         step = next(s for s in np.arange(0.05, 1.0, 0.05) if path.estimate(x0 + s * direction).anchored)
@@ -198,6 +202,7 @@ def demo_selection():
     X, y = _subsample("breast_cancer", 80)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", BayesvmWarning)
         selection = bayesvm.select_hyperparameters(X, y)
     return X, y, selection
 
@@ -222,6 +227,7 @@ def test_path_normalization_along_the_search_matches_tempered_smc(demo_selection
         C, kernel = selection.search.hyperparameters(step)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
+            warnings.simplefilter("ignore", BayesvmWarning)
             reference = annealed_log_normalization(kernel, C, X.shape[0], X, route="product", key=11)
         if not reference.runs_agree:
             continue
@@ -244,6 +250,7 @@ def test_fixed_hyperparameters_are_held_by_the_search():
     X, y = _subsample("breast_cancer", 60)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", BayesvmWarning)
         selection = bayesvm.select_hyperparameters(X, y, grid={"C": 2.0, "length_scale": 4.0})
     assert selection.best["C"] == pytest.approx(2.0)
     assert selection.best["length_scale"] == pytest.approx(4.0)
@@ -263,6 +270,7 @@ def _search(X, y, options, starts=None, space=None):
     starts = default_starts(space, X, template) if starts is None else starts
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", BayesvmWarning)
         return select_by_search(training_data(X, y), template, space=space, starts=starts, options=options)
 
 
@@ -311,6 +319,7 @@ def test_the_screen_moves_a_start_that_cannot_be_evaluated_and_says_so():
     start[1] = np.log(1e12)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", BayesvmWarning)
         selection = select_by_search(
             training_data(X, y), template, space=space, starts=start[None], options=SearchOptions(max_iter=3))
     first = selection.search.steps[0]
@@ -366,7 +375,7 @@ def test_a_higher_point_that_fails_its_checks_is_reported_not_dropped_silently(m
     X, y = _subsample("breast_cancer", 60, seed=5)
     template = RBF()
     space = SearchSpace.default(X, template)
-    with pytest.warns(RuntimeWarning, match="returned point is the best verified one"):
+    with pytest.warns(UntrustedEvidenceWarning, match="returned point is the best verified one"):
         selection = select_by_search(training_data(X, y), template, space=space, starts=default_starts(space, X, template),
                                      options=SearchOptions(max_iter=3))
     assert len(calls) == 2 and selection.report.trusted and selection.best["C"] == pytest.approx(calls[1])
@@ -396,6 +405,7 @@ def test_refining_the_path_drops_the_anchor_a_fresh_estimate_contradicts_and_kee
     x0, x1 = np.log([1.0, 10.0, 1.0, 5.0]), np.log([1.1, 11.0, 1.0, 5.2])
     with float64_scope(), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", BayesvmWarning)
         path = NormalizationPath(jnp.asarray(X), RBF(), key=0)
         assert path.estimate(x0).anchored
         honest = path.estimate(x1).value
@@ -425,6 +435,7 @@ def test_a_path_anchored_on_the_checks_particles_matches_fresh_estimates_nearby(
     C, kernel = float(np.exp(x[0])), RBF().replace(**kernel_hyperparameters_at(RBF(), x))
     with float64_scope(), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", BayesvmWarning)
         kept = training_normalization(data, C, kernel, random_state=3, keep_particles=True)
         plain = evidences_at(data, C, kernel, random_state=3)[0]
         result = kept.diagnostics["annealing"]
@@ -454,6 +465,7 @@ def test_a_refinement_whose_own_runs_disagree_leaves_the_path_as_it_was(monkeypa
     real = FullPathPrior.anneal
     with float64_scope(), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", BayesvmWarning)
         path = NormalizationPath(jnp.asarray(X), RBF(), key=0)
         assert path.estimate(x0).anchored
         before = path.estimate(x1)
@@ -493,6 +505,7 @@ def test_an_anchor_whose_runs_disagree_serves_its_own_point_without_annealing_ag
     x0 = np.log([1.0, 10.0, 1.0, 5.0])
     with float64_scope(), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", BayesvmWarning)
         path = NormalizationPath(jnp.asarray(X), RBF(), key=0)
         first = path.estimate(x0)
         again, nudged = path.estimate(x0.copy()), path.estimate(x0 + 5e-7)
@@ -568,6 +581,7 @@ def test_after_a_refinement_the_anchors_take_the_checks_moves_and_the_new_one_it
     space = SearchSpace.default(X, template)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", BayesvmWarning)
         ascent = _one_start_ascent(X, y, template, SearchOptions(max_iter=2, refinements=1))
         searched = len(ran)
         end = ascent.result().ends[0].x

@@ -8,6 +8,7 @@ import pytest
 from sklearn.model_selection import StratifiedKFold
 
 import bayesvm  # noqa: F401
+from bayesvm.exceptions import BayesvmWarning, ConvergenceWarning, UntrustedEvidenceWarning
 from bayesvm.normalization.annealing import annealed_log_normalization
 from bayesvm.evidence.approximations import AnnealedNormalization, Estimate
 from bayesvm.evidence.log_evidence import log_evidence
@@ -58,6 +59,7 @@ def test_c_line_rescaling_matches_direct_evidence(data, surface):
         kernel = RBF(length_scale=g.shape[i], amplitude=P / C, offset=g.offset_ratio[j] * P / C)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
+            warnings.simplefilter("ignore", BayesvmWarning)
             direct = log_evidence(X, y, C=C, kernel=kernel, **SETTINGS)
         np.testing.assert_allclose(surface.naive[i, j, k, c], direct.naive, rtol=1e-6, atol=1e-6)
         # a cell is left out (NaN) exactly where the estimate rests on too few effective draws
@@ -133,6 +135,7 @@ def test_refinement_never_worse_and_stays_near_grid_optimum(data, surface):
     # the reported value is the evidence recomputed at the refined point by an independent fit
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", BayesvmWarning)
         direct = log_evidence(X, y, C=refined.best_C, kernel=refined.best_kernel, **SETTINGS)
     assert refined.best_value == pytest.approx(direct.total, abs=1e-6)
 
@@ -287,7 +290,7 @@ def test_annealed_check_replaces_a_failed_ep_normalization_and_moves_the_argmax(
     y = np.where(X[:, 0] + 0.5 * rng.normal(size=40) > 0, 1, -1)
     corner = {"shape": 100.0, "offset_ratio": 1.0, "C_k0": 1e5, "C": 0.1}
     grid = {"length_scale": [1.0, 100.0], "C_k0": [10.0, 1e5], "C": [0.1, 1.0]}
-    with pytest.warns(RuntimeWarning, match="could not be estimated reliably|EP's ln N\\(D\\) disagreed"):
+    with pytest.warns(UntrustedEvidenceWarning, match="could not be estimated reliably|EP's ln N\\(D\\) disagreed"):
         surface = select_on_grid(X, y, grid, max_extensions=0, refine=False, settings={"normalization": "ep"})
     failed = [c for c in surface.checks if c.correction() is not None]
     assert [c.point for c in failed] == [corner]
@@ -320,7 +323,7 @@ def test_a_check_whose_runs_disagree_leaves_the_cell_out_of_the_maximisation(dat
 
     monkeypatch.setattr(AnnealedNormalization, "__call__", annealed)
     settings = {**SETTINGS, "normalization": "annealed"}
-    with pytest.warns(RuntimeWarning, match="could not be estimated reliably at 1 of 2"):
+    with pytest.warns(UntrustedEvidenceWarning, match="could not be estimated reliably at 1 of 2"):
         result = select_on_grid(X, y, GRID, refine=False, max_extensions=0, settings=settings)
     # the naive surface is the Laplace one of the `surface` fixture; its best cell is excluded, the second wins
     order = np.argsort(np.where(np.isfinite(surface.naive), surface.naive, -np.inf), axis=None)[::-1]
@@ -342,7 +345,7 @@ def test_a_candidate_whose_ep_posterior_does_not_converge_is_left_out(data, monk
         return len(tested) > 1
 
     monkeypatch.setattr(GridChecks, "test_posterior", converges)
-    with pytest.warns(RuntimeWarning, match="posterior did not converge at 1 of 2 candidate"):
+    with pytest.warns(ConvergenceWarning, match="posterior did not converge at 1 of 2 candidate"):
         result = select_on_grid(X, y, GRID, refine=False, max_extensions=0,
                                 settings={"approximation": "ep", "normalization": "ep"})
     first = tuple(int(np.flatnonzero(result.grid.axes[k] == tested[0][name])[0]) for k, name in enumerate(AXES))
@@ -382,7 +385,7 @@ def test_amplitudes_beyond_float64_resolution_are_left_out(data):
     amplitude = np.divide.outer(grid["C_k0"], grid["C"])
     beyond = len(X) * np.finfo(float).eps * amplitude * 2.0 > 1e-2
     assert beyond.any() and not beyond.all()
-    with pytest.warns(RuntimeWarning, match=f"{beyond.sum()} grid point\\(s\\) have an amplitude beyond"):
+    with pytest.warns(UntrustedEvidenceWarning, match=f"{beyond.sum()} grid point\\(s\\) have an amplitude beyond"):
         result = select_on_grid(X, y, grid, refine=False, max_extensions=0)
     np.testing.assert_array_equal(np.isnan(result.total[0, 0]), beyond)
 

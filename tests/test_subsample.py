@@ -12,8 +12,8 @@ from bayesvm.datasets import load_dataset
 from bayesvm.kernels import RBF
 from bayesvm.posterior import Posterior
 from bayesvm.selection import search_priors, subsample
-from bayesvm.selection.search_priors import LowRankNotice
-from bayesvm.selection.subsample import SubsampleNotice, selection_subset
+from bayesvm.exceptions import LowRankWarning, SubsampleWarning
+from bayesvm.selection.subsample import selection_subset
 
 FIXED = dict(C=1.0, amplitude=30.0, offset=30.0, length_scale=6.0)
 
@@ -65,7 +65,7 @@ def test_auto_selects_on_at_most_500_rows():
         warnings.simplefilter("error")
         assert selection_subset(training_data(X[:500], y[:500]), "auto")[1] is None
         assert selection_subset(training_data(X[:501], y[:501]), "auto")[1] is None
-    with pytest.warns(SubsampleNotice, match="subsample of 500 rows"):
+    with pytest.warns(SubsampleWarning, match="subsample of 500 rows"):
         subset, rows = selection_subset(training_data(X, y), "auto")
     assert rows.size == 500 == subset.X.shape[0] and np.array_equal(subset.X, X[rows])
     assert abs(y[rows].mean() - y.mean()) < 1 / 500  # stratified
@@ -77,15 +77,15 @@ def test_auto_subsamples_above_the_threshold_and_says_so(monkeypatch):
         warnings.simplefilter("error")
         assert selection_subset(data, "auto")[1] is None
     monkeypatch.setattr(subsample, "DEFAULT_SELECTION_SIZE", 10)
-    with pytest.warns(SubsampleNotice, match="subsample of 10 rows"):
+    with pytest.warns(SubsampleWarning, match="subsample of 10 rows"):
         _, rows = selection_subset(data, "auto")
     assert rows.size == 10
     monkeypatch.setattr(search_priors, "AUTO_INDUCING_ABOVE", 20)  # the posterior of all 30 rows: low rank
     monkeypatch.setattr(search_priors, "DEFAULT_INDUCING", 5)
-    with pytest.warns(SubsampleNotice) as record:  # the estimator's notices point at the caller's line
+    with pytest.warns((SubsampleWarning, LowRankWarning)) as record:  # the estimator's warnings point at the caller's line
         BayesianSVC(C=1.0, amplitude=1.0, offset=1.0, length_scale=1.0).fit(data.X, np.arange(30) % 2)
-    notices = [w for w in record if w.category in (SubsampleNotice, LowRankNotice)]
-    assert sorted(w.category.__name__ for w in notices) == ["LowRankNotice", "SubsampleNotice"]
+    notices = [w for w in record if w.category in (SubsampleWarning, LowRankWarning)]
+    assert sorted(w.category.__name__ for w in notices) == ["LowRankWarning", "SubsampleWarning"]
     assert all(w.filename == __file__ for w in notices), [(w.category, w.filename) for w in notices]
 
 

@@ -107,7 +107,7 @@ def _padded_label_run(K, y, mask, C, sites, damping, max_iter, tol, log_z_tol) -
     predictor and the derivatives of :class:`LabelEP`: the one program behind ln Q(D) by EP on the full prior, for
     the search (warm sites, loose tolerances, the derivatives), the checks at its answer and the posterior (cold
     sites, tight tolerances, the predictor). The derivatives cost one more solve with B's factor; sharing the
-    program saves a compilation per padded size (documentation: speed, twenty-eighth session)."""
+    program saves a compilation per padded size (documentation: speed)."""
     moments = flat_at_padding(label_sites(y, C), mask)
     state = ep_loop_gram(K, moments, False, damping, max_iter, tol, log_z_tol, sites)
     tau, shift, post = state.site_precision, state.site_shift, state.posterior

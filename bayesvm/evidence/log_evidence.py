@@ -54,13 +54,11 @@ __all__ = [
     "training_normalization",
 ]
 
-#: Laplace-style evidence is flagged when more than this share of the points is marginal. Measured
-#: (evidence-accuracy study of the documentation, 72 points on six data sets at n = 80): above 7.5% every
-#: Laplace value was more than 5 nats above the sampled reference; its error was about
-#: LAPLACE_OPTIMISM_SLOPE * share + LAPLACE_OPTIMISM_INTERCEPT nats (theory: "Where the Laplace form breaks").
+#: Laplace-style evidence is flagged when more than this share of the points is marginal. 0.075: above it every
+#: Laplace value lay more than 5 nats above the sampled reference (theory: "Where the Laplace form breaks").
 LAPLACE_MARGINAL_SHARE = 0.075
-#: Least-squares fit, over the same 72 points, of the Laplace-style value's excess over tempered sampling (nats)
-#: against the share of marginal points: excess ~= slope * share + intercept, residual sd in nats.
+#: the Laplace-style value's excess over tempered sampling against the share of marginal points, least squares:
+#: excess ~= slope * share + intercept nats, residual sd in nats (documentation: evidence accuracy).
 LAPLACE_OPTIMISM_SLOPE = 28.6
 LAPLACE_OPTIMISM_INTERCEPT = 4.2
 LAPLACE_OPTIMISM_RESIDUAL_SD = 4.2
@@ -162,8 +160,8 @@ def _naive_estimate(cells: Cells, approximation: str, determinant: str, random_s
     estimator = naive_estimator(approximation, determinant=determinant, key=random_state, log_z_tol=0.0)
     estimate = estimator(cells).at(0)
     if approximation == "ep" and not estimate.trusted:
-        warnings.warn("EP for ln Q(D) did not converge; the value is unreliable", RuntimeWarning,
-                      stacklevel=stacklevel)
+        warnings.warn("EP for ln Q(D) did not converge at these hyperparameters, so its value is unreliable; check it "
+                      "with approximation='sampled'", ConvergenceWarning, stacklevel=stacklevel)
     return estimate
 
 
@@ -232,7 +230,7 @@ def log_normalization(
         )
     return _normalization_estimate(point_cells(inputs, kernel, C, n=int(n)), method, n_samples, random_state,
                                    stacklevel=4,  # _normalization_estimate, log_normalization, float64, the caller
-                                   budget=EvidenceBudget(evidence_budget))
+                                   option="method", budget=EvidenceBudget(evidence_budget))
 
 
 def training_normalization(data: TrainingData, C: float, kernel: Kernel, *, random_state=0,
@@ -247,31 +245,33 @@ def training_normalization(data: TrainingData, C: float, kernel: Kernel, *, rand
 
 
 def _normalization_estimate(cells: Cells, method: str, n_samples: int, random_state, stacklevel: int,
-                            keep_particles: bool = False, budget: EvidenceBudget = EvidenceBudget()) -> Estimate:
+                            keep_particles: bool = False, option: str = "normalization",
+                            budget: EvidenceBudget = EvidenceBudget()) -> Estimate:
     """ln N(D) of the one cell (its inputs: the training inputs, or stand-ins with ``cells.n`` the exponent) by the
-    named estimator; warns when it is not to be trusted (:class:`bayesvm.EvidenceBudgetWarning` where the fixed budget
-    of ``"annealed"`` ran out before its runs agreed)."""
+    named estimator at ``budget``; warns when it is not to be trusted (:class:`bayesvm.EvidenceBudgetWarning` where
+    the fixed budget of ``"annealed"`` ran out before its runs agreed). ``option``: the caller's name for the
+    estimator's argument (``normalization`` in :func:`log_evidence`, ``method`` in :func:`log_normalization`),
+    which the warning names."""
     estimate = normalization_estimator(method, key=random_state, n_samples=n_samples, budget=budget,
                                        keep_particles=keep_particles)(cells).at(0)
     if not estimate.trusted:
-        category = EvidenceBudgetWarning if method == "annealed" else UntrustedEvidenceWarning
-        warnings.warn(_UNTRUSTED_NORMALIZATION[method].format(**estimate.diagnostics), category,
+        warnings.warn(_UNTRUSTED_NORMALIZATION[method].format(option=option, **estimate.diagnostics),
+                      EvidenceBudgetWarning if method == "annealed" else UntrustedEvidenceWarning,
                       stacklevel=stacklevel)
     return estimate
 
 
-#: what an untrusted ln N(D) means, by estimator
+#: what an untrusted ln N(D) means, by estimator, and what to pass instead ({option}: the caller's argument)
 _UNTRUSTED_NORMALIZATION = {
     "annealed": "ln N(D)'s fixed budget ran out before its tempered-SMC runs agreed (effective number of runs "
-                "{ess:.1f} of {n_runs}): the value is likely biased low and its standard error is that of a single "
-                "run. Pass a larger evidence_budget (or call BayesianSVC.certify_evidence) to buy more work",
-    "annealed-stand-in": "the tempered-SMC runs for ln N(D) disagree (effective number of runs {ess:.1f} of "
-                         "{n_runs}): the value is biased low and its standard error unreliable",
-    "ep": "EP for ln N(D) did not converge; the value is unreliable",
-    "prior": "ln N(D) by plain prior sampling rests on {ess:.1f} effective draws of {n_samples}: the estimate is "
-             "likely biased low by several nats and its standard error is unreliable (the mean of N(theta)^n is "
-             "carried by rare draws that a finite sample usually misses). Pass a larger n_samples, or "
-             "normalization='annealed'",
+                "{ess:.1f} of {n_runs}), so the value is likely biased low and its error is that of a single run; "
+                "pass a larger evidence_budget (or call BayesianSVC.certify_evidence) to buy more work",
+    "annealed-stand-in": "the tempered-SMC runs for ln N(D) over stand-in inputs disagree (effective number of runs "
+                         "{ess:.1f} of {n_runs}), so the value is biased low; pass {option}='annealed' (over the "
+                         "training inputs)",
+    "ep": "EP for ln N(D) did not converge, so its value is unreliable; pass {option}='annealed' (the default)",
+    "prior": "ln N(D) by plain prior sampling rests on {ess:.1f} effective draws of {n_samples}, so it is likely "
+             "biased low by several nats; pass a larger n_samples or {option}='annealed' (the default)",
 }
 
 
@@ -420,14 +420,17 @@ def _low_rank_evidences(data: TrainingData, C: float, kernel: Kernel, inducing, 
     norm, _ = annealed_log_normalization_low_rank(low_rank_prior(kernel, jnp.asarray(X), jnp.asarray(Z)), C,
                                                   key=random_state, budget=budget)
     if not norm.runs_agree:
-        warnings.warn(_UNTRUSTED_NORMALIZATION["annealed"].format(ess=norm.ess, n_runs=norm.n_runs),
+        warnings.warn(_UNTRUSTED_NORMALIZATION["annealed"].format(option="normalization", ess=norm.ess,
+                                                                 n_runs=norm.n_runs),
                       EvidenceBudgetWarning, stacklevel=4)
     # one EP run per problem serves ln Q(D) and the posterior; the k problems share one low-rank prior
     fitted = low_rank_posteriors(data, C, kernel, Z)
     evidences = []
     for value, converged, posterior in zip(fitted.log_naive, fitted.converged, fitted.posteriors):
         if not converged:
-            warnings.warn("EP for ln Q(D) did not converge; the value is unreliable", ConvergenceWarning, stacklevel=4)
+            warnings.warn("EP for ln Q(D) on the low-rank prior did not converge, so its value is unreliable; compare "
+                          "with more inducing inputs (inducing=...) or the full prior (inducing=None)",
+                          ConvergenceWarning, stacklevel=4)
         evidences.append(Evidence(
             total=float(value) - norm.value, total_se=norm.se, naive=float(value), naive_se=0.0, terms=None,
             log_normalization=norm.value, log_normalization_se=norm.se, normalization_ess=norm.ess, n_marginal=None,
@@ -499,20 +502,19 @@ def one_vs_rest_evidence(data: TrainingData, C: float, kernel: Kernel, *, random
 
 def _warn_outside_range(terms: NaiveEvidenceTerms, n_marginal: int, n: int, determinant: str) -> None:
     if not np.isfinite(terms.value):
+        remedy = "determinant='regularized'" if determinant != "regularized" else "approximation='ep' (the default)"
         warnings.warn(
-            f"the {determinant} Laplace determinant is degenerate (singular K_m or a marginal alpha at a bound): "
-            f"ln Q(D) = {float(terms.value)}. Use determinant='regularized'.",
-            RuntimeWarning,
+            f"the {determinant} Laplace determinant is degenerate (singular K_m or a marginal alpha at a bound), so "
+            f"ln Q(D) = {float(terms.value)}; pass {remedy}",
+            UntrustedEvidenceWarning,
             stacklevel=6,  # _warn_outside_range, _evidence_at_fit, evidences_at, log_evidence, float64, the caller
         )
     share = n_marginal / n
     if share > LAPLACE_MARGINAL_SHARE:
         warnings.warn(
-            f"{n_marginal} of {n} points are marginal: the Laplace-style evidence linearises the prior over "
-            f"each marginal kink and is too optimistic, by about "
+            f"{n_marginal} of {n} points are marginal, where the Laplace-style ln Q(D) is too optimistic, by about "
             f"{LAPLACE_OPTIMISM_SLOPE * share + LAPLACE_OPTIMISM_INTERCEPT:.0f} +- {LAPLACE_OPTIMISM_RESIDUAL_SD:.0f} "
-            "nats at this share (measured against annealed sampling on six data sets of 80 points). Use "
-            "approximation='ep' (the default), or 'sampled' to check.",
-            RuntimeWarning,
+            "nats at this share; pass approximation='ep' (the default), or 'sampled' to check",
+            UntrustedEvidenceWarning,
             stacklevel=6,
         )

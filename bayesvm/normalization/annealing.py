@@ -59,6 +59,7 @@ from scipy.special import logsumexp as scipy_logsumexp
 
 from .. import _linalg
 from .._linalg import psd_factor
+from ..exceptions import UntrustedEvidenceWarning
 from .._precision import as_float64, float64
 from .._validation import check_count, check_inputs, check_kernel, check_labels, check_positive
 from ..kernels import Kernel, gram_matrix
@@ -122,7 +123,7 @@ class AnnealingResult:
     ess
         Effective number of runs, (sum_r Z_r)^2 / sum_r Z_r^2, in [1, R]. Well
         below R means a few runs dominate and ``se`` is not to be trusted
-        (a ``RuntimeWarning`` is issued when the runs do not agree, see
+        (an :class:`bayesvm.UntrustedEvidenceWarning` is issued when the runs do not agree, see
         ``runs_agree``: with 16 runs, a spread of ln Z_r above about 0.8 nats).
     n_temperatures
         Largest number of annealing steps taken by a run (beta = 0 excluded).
@@ -335,7 +336,8 @@ def annealed_log_expectation(
         A cap on the steps (at most ``max_temperatures``) at which a run takes its last step to beta = 1
         instead of stopping short (:func:`bayesvm.normalization.smc.smc_runs`): the work is then bounded.
     warn
-        Warn (``RuntimeWarning``) where the runs disagree; a caller that reports it itself passes False.
+        Warn (:class:`bayesvm.UntrustedEvidenceWarning`) where the runs disagree; a caller that reports it itself
+        passes False.
     max_shrinks
         Cap on the bracket shrinkages of one slice move (the particle stays put
         beyond it; see ``stuck_fraction``).
@@ -390,7 +392,7 @@ def annealed_log_expectation(
             f"the {result.n_runs} annealing runs disagree (ln Z_r spread {np.std(log_z):.2g} nats, effective number "
             f"of runs {result.ess:.1f}): the value is likely biased low and its standard error unreliable; "
             "raise n_particles (and n_mcmc_steps)",
-            RuntimeWarning,
+            UntrustedEvidenceWarning,
             stacklevel=3,
         )
     if not keep_particles:

@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 from sklearn.model_selection import StratifiedKFold
 
-from .grid import Grid, GridEdgeWarning, edge_axes
+from .grid import Grid, GridEdgeWarning, edge_axes, grid_argument
 from .grid_selection import GridProblem, argmax, hyperparameters
 from ..solver.dual import solve_dual_boxes
 from .surface import EvidenceSurface
@@ -47,8 +47,8 @@ def select_by_cv(problem: GridProblem, grid: Grid, classes, cv: int, random_stat
     index = (*argmax(-error), 0)
     at_edge = tuple(name for name, _ in edge_axes(index, grid))
     if at_edge:
-        warnings.warn(f"the cross-validation optimum is on the grid edge along {', '.join(at_edge)}; widen the grid",
-                      GridEdgeWarning, stacklevel=4)
+        warnings.warn(f"the cross-validation optimum is on the grid edge along {', '.join(at_edge)}; widen those axes "
+                      f"({grid_argument(at_edge)})", GridEdgeWarning, stacklevel=4)
     point = grid.point(index)
     return EvidenceSurface(
         method="cv", kernel_name=problem.template.name, shape_name=problem.template.shape_parameter, grid=grid,

@@ -17,11 +17,12 @@ import numpy as np
 
 from .._precision import float64
 from .._validation import check_inputs, check_kernel
+from ..exceptions import BayesvmWarning
 from ..hyperparameters import pairwise_distances
 from ..kernels import Kernel, make_kernel
 
 __all__ = ["AXES", "Grid", "GridEdgeWarning", "default_grid", "grid_for", "resolve_grid", "kernel_template", "edge_axes",
-           "extended"]
+           "extended", "grid_argument"]
 
 #: the grid's axes, in surface order
 AXES = ("shape", "offset_ratio", "C_k0", "C")
@@ -31,7 +32,7 @@ _SMALL_PROBLEM = 100
 _MAX_DISTANCE_POINTS = 500
 
 
-class GridEdgeWarning(UserWarning):
+class GridEdgeWarning(BayesvmWarning):
     """The evidence optimum lies on the edge of the hyperparameter grid."""
 
 
@@ -149,6 +150,11 @@ def edge_axes(index: tuple[int, ...], grid: Grid) -> list[tuple[str, str]]:
         elif axis.size > 1 and i == axis.size - 1:
             edges.append((name, "high"))
     return edges
+
+
+def grid_argument(names) -> str:
+    """The ``grid=`` argument that sets the named axes, for a warning's remedy: ``grid={'C': ..., 'C_k0': ...}``."""
+    return "grid={" + ", ".join(f"{name!r}: ..." for name in names) + "}"
 
 
 def extended(axis: np.ndarray, side: str, points: int) -> np.ndarray:

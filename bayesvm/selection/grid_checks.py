@@ -37,6 +37,7 @@ import numpy as np
 
 from ..evidence.approximations import Cells, normalization_estimator
 from ..evidence.ep import ep_log_evidence
+from ..exceptions import BayesvmWarning, ConvergenceWarning, UntrustedEvidenceWarning
 from ..posterior import Posterior
 from ..solver.dual import MapSVM
 from .trust import NORMALIZATION_TOLERANCE
@@ -52,7 +53,7 @@ _DEGENERATE_MARGIN = 0.1
 _STACKLEVEL = 6
 
 
-class DegenerateSelectionWarning(RuntimeWarning):
+class DegenerateSelectionWarning(BayesvmWarning):
     """The selected hyperparameters give near-constant class probabilities on the training data."""
 
 
@@ -133,42 +134,46 @@ class GridChecks:
         unreliable = [c for c in checks if not c.reliable]
         if unreliable:
             warnings.warn(
-                f"ln N(D) could not be estimated reliably at {len(unreliable)} of {len(checks)} checked point(s) "
-                "(the annealing runs disagree: a prior far wider than the margin and nearly constant over the "
-                "data, where every estimator fails); they were left out of the maximisation (NaN on the surface)",
-                RuntimeWarning, stacklevel=_STACKLEVEL,
+                f"ln N(D) could not be estimated reliably at {len(unreliable)} of {len(checks)} checked point(s), "
+                "where the prior is far wider than the margin, and they were left out of the maximisation (NaN on "
+                "the surface); fix C or narrow the grid there (grid={'C': ..., 'C_k0': ...})",
+                UntrustedEvidenceWarning, stacklevel=_STACKLEVEL,
             )
         failed = [c for c in checks if c.reliable and not c.agreed]
         name = {"ep": "EP's", "annealed": "the screening annealed"}.get(self.normalization)
         if failed:
             worst = max(failed, key=lambda c: abs(c.annealed - c.surface))
+            remedy = ("estimators=GridEstimators(normalization='annealed') is closer where EP fails"
+                      if self.normalization == "ep" else f"a larger options=GridOptions(max_checks=...) checks more "
+                      f"points (now {self.max_checks})")
             warnings.warn(
                 f"{name} ln N(D) disagreed with the full annealed estimate at {len(failed)} of {len(checks)} "
                 f"checked point(s), by up to {abs(worst.annealed - worst.surface):.1f} nats (at C = "
-                f"{worst.point['C']:.3g}, C k0 = {worst.point['C_k0']:.3g}: {worst.surface:.1f} against "
-                f"{worst.annealed:.1f} +- {worst.annealed_se:.1f}); the full values replace the surface's there "
-                "(EvidenceSurface.checks)",
-                RuntimeWarning, stacklevel=_STACKLEVEL,
+                f"{worst.point['C']:.3g}, C k0 = {worst.point['C_k0']:.3g}), and the full values replace the "
+                f"surface's there (EvidenceSurface.checks); {remedy}",
+                UntrustedEvidenceWarning, stacklevel=_STACKLEVEL,
             )
         if self.normalization in CHECKED_NORMALIZATIONS and self.max_checks > 0 and key not in self.normalization_checks:
             warnings.warn(
                 f"the check budget (max_checks={self.max_checks}) ran out before {name} ln N(D) at the selected "
-                "point could be checked against the full annealed estimate; raise max_checks",
-                RuntimeWarning, stacklevel=_STACKLEVEL,
+                "point was checked against the full annealed estimate; pass a larger options=GridOptions(max_checks=...) "
+                "(CLI: --max-checks)",
+                UntrustedEvidenceWarning, stacklevel=_STACKLEVEL,
             )
         not_converged = [k for k, converged in self.posterior_tests.items() if not converged]
         if not_converged:
             warnings.warn(
                 f"EP's posterior did not converge at {len(not_converged)} of {len(self.posterior_tests)} candidate "
-                "optimum(s) (its sites keep moving, so the class probabilities cannot be computed there; seen in "
-                "the small-C, huge-amplitude, long-length-scale corner); they were left out of the maximisation",
-                RuntimeWarning, stacklevel=_STACKLEVEL,
+                "optimum(s), where the class probabilities cannot be computed, and they were left out of the "
+                "maximisation; fix C or narrow the grid there (grid={'C': ..., 'C_k0': ...})",
+                ConvergenceWarning, stacklevel=_STACKLEVEL,
             )
         if self.approximation == "ep" and self.max_checks > 0 and key not in self.posterior_tests:
             warnings.warn(
                 f"the test budget (max_checks={self.max_checks}) ran out before EP's posterior at the selected "
-                "point was tested for convergence; raise max_checks",
-                RuntimeWarning, stacklevel=_STACKLEVEL,
+                "point was tested for convergence; pass a larger options=GridOptions(max_checks=...) (CLI: "
+                "--max-checks)",
+                ConvergenceWarning, stacklevel=_STACKLEVEL,
             )
 
 
@@ -183,16 +188,15 @@ def warn_degenerate(fit: MapSVM) -> None:
     still predict well.
     """
     with warnings.catch_warnings():  # an unconverged EP run is reported by the estimator that predicts with it
-        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)
         probability = Posterior.from_fit(fit, "ep").predict_proba(fit.X)
     spread = float(np.max(np.abs(np.asarray(probability) - 0.5)))
     if spread < _DEGENERATE_MARGIN:
         warnings.warn(
             f"the selected hyperparameters (C = {fit.C:.3g}, amplitude = {float(fit.kernel.amplitude):.3g}) give "
-            f"near-constant class probabilities: every training point's predicted P(y = +1) (EP posterior) is "
-            f"within {spread:.3f} of 1/2. The evidence is running into its C -> 0, large-amplitude limit, where "
-            "the probabilities carry no information; fix C or bound the grid (grid={'C': ...}), or compare with "
-            "method='cv'",
+            f"near-constant class probabilities (every training point's P(y = +1) within {spread:.3f} of 1/2): the "
+            "evidence runs into its C -> 0, large-amplitude limit. Fix C or narrow the grid (grid={'C': ...}), or "
+            "compare with method='cv'",
             DegenerateSelectionWarning,
             stacklevel=_STACKLEVEL,
         )

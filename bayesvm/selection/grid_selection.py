@@ -40,7 +40,8 @@ import numpy as np
 
 from ..evidence.approximations import STAND_IN_ESTIMATORS, Cells, Estimate, naive_estimator, normalization_estimator
 from ..evidence.log_evidence import LAPLACE_MARGINAL_SHARE, Evidence
-from .grid import AXES, Grid, GridEdgeWarning, edge_axes, extended
+from ..exceptions import UntrustedEvidenceWarning
+from .grid import AXES, Grid, GridEdgeWarning, edge_axes, extended, grid_argument
 from .grid_checks import GridChecks, cell_key, warn_degenerate
 from ..hyperparameters import max_amplitude
 from ..kernels import Kernel, gram_matrix
@@ -317,8 +318,8 @@ def _extend_at_edges(problem, grid, surface, options: GridOptions, progress):
         if not edges:
             break
         warnings.warn(f"the evidence optimum is on the grid edge ({', '.join(f'{a} {s}' for a, s in edges)}); "
-                      f"extending the grid by {options.extend_points} point(s) there", GridEdgeWarning,
-                      stacklevel=_STACKLEVEL)
+                      f"extending the grid by {options.extend_points} point(s) there (options=GridOptions("
+                      "extend_points=..., max_extensions=...))", GridEdgeWarning, stacklevel=_STACKLEVEL)
         for name, side in edges:
             grid, surface = _extend(problem, grid, surface, name, side, options.extend_points, progress)
             extensions.append((name, side))
@@ -327,14 +328,13 @@ def _extend_at_edges(problem, grid, surface, options: GridOptions, progress):
     if at_edge:
         message = (
             f"the evidence optimum is still on the grid edge along {', '.join(at_edge)} after {len(extensions)} "
-            "extension(s): the maximum may lie outside the grid, or the evidence may run away there (EP's ln N(D) "
-            "fails towards C -> 0 with a huge amplitude and length scale, where only the annealed checks "
-            "(EvidenceSurface.checks, max_checks) correct it; the Laplace-style form: towards large amplitude and "
-            "short length scale, where most points are marginal)"
+            "extension(s): the maximum may lie outside the grid, or the evidence runs away there (theory: "
+            "\"Hyperparameter selection\")"
         )
+        remedy = f"; widen those axes or fix them ({grid_argument(at_edge)})"
         if options.on_edge == "raise":
-            raise ValueError(message + "; widen the grid or fix those hyperparameters")
-        warnings.warn(message, GridEdgeWarning, stacklevel=_STACKLEVEL)
+            raise ValueError(message + remedy)
+        warnings.warn(message + remedy, GridEdgeWarning, stacklevel=_STACKLEVEL)
     return grid, surface, index, tuple(extensions), at_edge
 
 
@@ -352,10 +352,10 @@ def select_on_grid(problem: GridProblem, grid: Grid, classes, options: GridOptio
     warn_degenerate(fit)
     if problem.approximation == "laplace" and evidence.n_marginal > LAPLACE_MARGINAL_SHARE * problem.n:
         warnings.warn(
-            f"at the selected hyperparameters {evidence.n_marginal} of {problem.n} points are marginal: the "
-            "Laplace-style evidence is too optimistic there and its maximum lands in the wrong place "
-            "(measured on six data sets of 80 points, its maximum lost 3-26 nats of sampled evidence); use "
-            "approximation='ep' (the default)", RuntimeWarning, stacklevel=_STACKLEVEL - 1,
+            f"at the selected hyperparameters {evidence.n_marginal} of {problem.n} points are marginal, where the "
+            "Laplace-style evidence is too optimistic and its maximum misplaced; use "
+            "estimators=GridEstimators(approximation='ep') (the default)", UntrustedEvidenceWarning,
+            stacklevel=_STACKLEVEL - 1,
         )
     return EvidenceSurface(
         method="grid", kernel_name=problem.template.name, shape_name=problem.template.shape_parameter, grid=grid,
@@ -374,16 +374,16 @@ def _warn_left_out(problem: GridProblem) -> None:
     if counts:
         warnings.warn(
             f"the {problem.approximation} / {problem.normalization} estimates could not be trusted at some grid "
-            f"points ({', '.join(counts)} evaluations: EP not converged, sampler runs disagreeing, or too few "
-            "effective prior draws); they are left out of the maximisation (NaN on the surface)",
-            RuntimeWarning, stacklevel=_STACKLEVEL,
+            f"points ({', '.join(counts)} evaluations) and are left out of the maximisation (NaN on the surface); "
+            "if they lie near the optimum, narrow the grid away from them (grid={'C': ..., 'C_k0': ...})",
+            UntrustedEvidenceWarning, stacklevel=_STACKLEVEL,
         )
     if problem.unresolvable:
         warnings.warn(
             f"{len(problem.unresolvable)} grid point(s) have an amplitude beyond what float64 resolves at n = "
-            f"{problem.n} (k0 > {max_amplitude(problem.n, 1.0):.2g} for offset ratio 1: rounding in the prior "
-            "covariance reaches the margin |theta| <= 1); they are left out of the maximisation (NaN on the surface)",
-            RuntimeWarning, stacklevel=_STACKLEVEL,
+            f"{problem.n} (k0 = C_k0 / C > {max_amplitude(problem.n, 1.0):.2g} at offset ratio 1) and are left out "
+            "of the maximisation (NaN on the surface); keep C_k0 / C below that (grid={'C': ..., 'C_k0': ...})",
+            UntrustedEvidenceWarning, stacklevel=_STACKLEVEL,
         )
 
 

@@ -43,6 +43,7 @@ from .._precision import float64
 from ..evidence.ep import EP_LOOPS
 from ..evidence.approximations import path_estimators
 from ..evidence.ep_gradient import EPSites
+from ..exceptions import BayesvmWarning
 from ..hyperparameters import SearchSpace, kernel_hyperparameters_at, pairwise_distances
 from ..hyperparameters import feature_pairwise_distances
 from ..kernels import Kernel, is_ard
@@ -74,9 +75,8 @@ class SearchOptions:
     coordinate's gradient is below this (nats per training point per unit
     log); ftol: L-BFGS-B's one-iteration test, stop when an iteration improves ln P(D) / n by less than this
     relative amount (default 0: only an iteration that gains nothing; one small step on a ridge ended climbs short
-    of the maximum, which the ``stall`` test, over several iterations, does not: documentation, large data,
-    "ninth session"); stall: stop when
-    the last ``stall`` iterations together raised ln P(D) by less than what
+    of the maximum, which the ``stall`` test, over several iterations, does not: documentation, large data);
+    stall: stop when the last ``stall`` iterations together raised ln P(D) by less than what
     the evidence resolves (:func:`resolution`, per problem; 0: never); ep_damping,
     ep_tol, ep_log_z_tol, ep_max_iter: EP's loop while searching (loose: the
     gradient is exact at the fixed point, and a warm start is close to it);
@@ -371,7 +371,7 @@ class EvidenceAscent:
         objective.sites, objective.last = objective.cold_sites(), None  # nothing carried over from the last climb
         free = space.free
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # the anchors' own SMC warnings are summarised below
+            warnings.simplefilter("ignore", BayesvmWarning)  # the climb's messages summarise what failed
             x0, moved = _feasible_start(objective, space, start, options.max_screen)
             if x0 is None:
                 message = (f"skipped: the evidence could not be evaluated at the start or at {moved} candidates "

@@ -25,22 +25,17 @@ import jax
 import numpy as np
 
 from .._validation import check_inputs
+from ..exceptions import LowRankWarning
 from ..low_rank import inducing_inputs
 
-__all__ = ["FullPrior", "InducingPrior", "LowRankNotice", "prior_for", "AUTO_INDUCING_ABOVE", "DEFAULT_INDUCING"]
+__all__ = ["FullPrior", "InducingPrior", "prior_for", "AUTO_INDUCING_ABOVE", "DEFAULT_INDUCING"]
 
-#: with ``inducing="auto"``, the low-rank prior is used above this many training points. Measured on the 2-core
-#: development machine (adult, docs/large-data.md): the posterior of every row at fixed hyperparameters took 30 s
-#: on the full prior and 24 s on the low-rank one at 2,000 rows (held-out NLL 0.3495 and 0.3492), and about 280 s
-#: against 25 s at 5,000 rows (NLL 0.337 and 0.340); a search on every row of 1,000 took 69 s on the full prior and
-#: 120 s on the low-rank one. Each n x n float64 matrix is 32 MB at 2,000 rows
+#: with ``inducing="auto"``, the low-rank prior is used above this many training points. 2000: from there on the
+#: low-rank posterior is faster at the same held-out NLL, and each n x n float64 matrix takes 32 MB (documentation:
+#: large data)
 AUTO_INDUCING_ABOVE = 2000
 #: the number of inducing inputs ``"auto"`` chooses
 DEFAULT_INDUCING = 200
-
-
-class LowRankNotice(UserWarning):
-    """The evidence is computed on a low-rank prior because the training set is large."""
 
 
 @dataclass(frozen=True)
@@ -80,7 +75,7 @@ def prior_for(X: np.ndarray, inducing="auto", *, random_state=0) -> FullPrior | 
 
     ``inducing``: None (the full prior), ``"auto"`` (the full prior up to
     :data:`AUTO_INDUCING_ABOVE` points, above that :data:`DEFAULT_INDUCING`
-    k-means inducing inputs, with a :class:`LowRankNotice`), a number m of
+    k-means inducing inputs, with a :class:`~bayesvm.LowRankWarning`), a number m of
     inducing inputs (k-means centres, :func:`bayesvm.low_rank.inducing_inputs`)
     or an (m, d) array of them.
     """
@@ -94,10 +89,10 @@ def prior_for(X: np.ndarray, inducing="auto", *, random_state=0) -> FullPrior | 
             return FullPrior()
         m = min(DEFAULT_INDUCING, n)
         warnings.warn(
-            f"{n} training points: the evidence and the posterior use a low-rank prior through {m} inducing inputs "
-            f"(k-means centres; O(n m^2) instead of O(n^3), automatic above {AUTO_INDUCING_ABOVE} points). Pass "
-            "inducing=None for the full prior or a number of inducing inputs to choose",
-            LowRankNotice, stacklevel=5,  # prior_for, BayesianSVC.fit or select_for, two decorators, the caller
+            f"{n} training points: the evidence and the posterior use a low-rank prior through {m} k-means inducing "
+            f"inputs (automatic above {AUTO_INDUCING_ABOVE} points); pass inducing=None (BayesianSVC: n_inducing=None) "
+            "for the full prior, or a number of inducing inputs",
+            LowRankWarning, stacklevel=5,  # prior_for, BayesianSVC.fit or select_for, two decorators, the caller
         )
         return InducingPrior(inducing_inputs(X, m, random_state=random_state))
     if isinstance(inducing, (int, np.integer)) and not isinstance(inducing, bool):

@@ -24,6 +24,7 @@ from .._json import finite_or_none
 from .._precision import float64
 from .._validation import TrainingData
 from ..evidence.log_evidence import Evidence, OneVsRestEvidence
+from ..exceptions import ConvergenceWarning, UntrustedEvidenceWarning
 from ..hyperparameters import SearchSpace
 from ..kernels import Kernel, is_ard
 from ..normalization.annealing import AnnealingResult
@@ -37,18 +38,18 @@ __all__ = ["SearchSelection", "hyperparameter_dict", "select_by_search"]
 
 def _warn_unverified_higher(checked: list, chosen: Evidence) -> None:
     """Say so where a point the search reached has a clearly higher fresh ln P(D) than the verified answer but failed
-    its tests: the answer is the best verified point, not the highest the search saw (issue found on adult at
-    n = 1,000, where the unverified point was 32 nats higher)."""
+    its tests: the answer is the best verified point, not the highest the search saw."""
     for _, C, kernel, evidence, report in checked:
         margin = 1.0 + 3.0 * float(np.hypot(evidence.total_se, chosen.total_se))
         if not report.trusted and evidence.total > chosen.total + margin:
+            reason = ("ln N(D)'s runs disagree there, so that value may be too high" if not report.runs_agree
+                      else "the search's and a fresh ln N(D) disagree there")
             warnings.warn(
                 f"the search also reached C = {C:.3g}, amplitude = {float(kernel.amplitude):.3g} with a fresh ln P(D) "
                 f"of {evidence.total:.1f} +- {evidence.total_se:.1f}, above the returned {chosen.total:.1f}, but its "
-                "checks failed (" + ("ln N(D)'s runs disagree there, so that value may be too high" if not
-                                     report.runs_agree else "the search's and a fresh ln N(D) disagree there")
-                + "); the returned point is the best verified one. Compare the two on held-out data",
-                RuntimeWarning, stacklevel=4,
+                f"checks failed ({reason}); the returned point is the best verified one. To compare the two on "
+                f"held-out data, fit BayesianSVC(C={C:.3g}, amplitude={float(kernel.amplitude):.3g}, ...) as well",
+                UntrustedEvidenceWarning, stacklevel=4,
             )
             return
 
@@ -146,7 +147,7 @@ def select_by_search(data: TrainingData, template: Kernel, *, space: SearchSpace
     for i, message in enumerate(ascent.messages):
         if message.startswith("skipped"):
             warnings.warn(f"start {i} of the search was {message}; the answer comes from the other starts",
-                          RuntimeWarning, stacklevel=3)
+                          ConvergenceWarning, stacklevel=3)
     check = _FreshChecks(data, prior, random_state, options.budget)
     refined_at: set[bytes] = set()
     while True:

@@ -13,7 +13,7 @@ flexible settings (theory: "Large data: selection on a subsample").
 
 :func:`selection_subset` draws the subsample, stratified by class so that every
 class keeps its share; ``"auto"`` subsamples above :data:`DEFAULT_SELECTION_SIZE`
-rows, with a :class:`SubsampleNotice`.
+rows, with a :class:`~bayesvm.SubsampleWarning`.
 """
 
 from __future__ import annotations
@@ -25,20 +25,14 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 from .._validation import TrainingData
+from ..exceptions import SubsampleWarning
 
-__all__ = ["DEFAULT_SELECTION_SIZE", "SubsampleNotice", "selection_subset"]
+__all__ = ["DEFAULT_SELECTION_SIZE", "selection_subset"]
 
 #: with ``selection_size="auto"`` the selection uses every row up to this many, a stratified subsample of this many
-#: rows above. Measured on the 2-core development machine (docs/large-data.md, "the subsample from 500 rows"): on
-#: 1,000 adult rows (3 splits, one cold process each) 49-96 s, held-out NLL 0.361 / 0.356 / 0.347; on every row,
-#: with the trusted ln N(D)'s checks, 664-824 s, NLL 0.361 / 0.358 / 0.343; grid search + Platt 14-16 s, NLL 0.363 /
-#: 0.377 / 0.347. On 20,000 adult rows a fit takes 81-125 s; with 400 rows 69-105 s (15-29% less) and NLL
-#: 0.001-0.003 higher, and 2-5x less on Pima with NLL as good
+#: rows above. 500: on adult, about as good a held-out NLL as every row at a fraction of the time (documentation:
+#: large data, "the subsample from 500 rows")
 DEFAULT_SELECTION_SIZE = 500
-
-
-class SubsampleNotice(UserWarning):
-    """The hyperparameters are selected on a subsample of the training rows because the training set is large."""
 
 
 def selection_subset(data: TrainingData, selection_size="auto", *, random_state=0,
@@ -47,9 +41,9 @@ def selection_subset(data: TrainingData, selection_size="auto", *, random_state=
     indices (sorted). Every class keeps at least two rows (the subsample grows by the few it takes).
 
     ``selection_size``: ``"auto"`` (all rows up to :data:`DEFAULT_SELECTION_SIZE`, a subsample of that many
-    above, with a :class:`SubsampleNotice`), None (all rows), or a number of rows. Every row is kept where
+    above, with a :class:`~bayesvm.SubsampleWarning`), None (all rows), or a number of rows. Every row is kept where
     fewer rows than classes would be left out (a stratified draw leaves a row of each class out).
-    ``stacklevel``: the notice's, as in :func:`warnings.warn` (callers behind decorators raise it so that it
+    ``stacklevel``: the warning's, as in :func:`warnings.warn` (callers behind decorators raise it so that it
     points at the user's line).
     """
     n = data.X.shape[0]
@@ -65,11 +59,10 @@ def selection_subset(data: TrainingData, selection_size="auto", *, random_state=
         return data, None
     if automatic:
         warnings.warn(
-            f"{n} training rows: the evidence, and the hyperparameters it selects, are computed on a stratified "
-            f"random subsample of {size} rows (automatic above {size}); the posterior is fitted on "
-            f"all {n}. Pass selection_size=None to use every row (slow: a search's time grows about as n^2) or a "
-            "number of rows",
-            SubsampleNotice, stacklevel=stacklevel + 1,
+            f"{n} training rows: the hyperparameters are selected on a stratified subsample of {size} rows and the "
+            f"posterior is fitted on all {n}; pass selection_size=None to select on every row (slow) or a number of "
+            "rows",
+            SubsampleWarning, stacklevel=stacklevel + 1,
         )
     try:
         rows, _ = train_test_split(np.arange(n), train_size=size, stratify=labels, random_state=random_state)

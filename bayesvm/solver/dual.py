@@ -55,6 +55,7 @@ from ._dual_ascent import active_set_polish, coordinate_ascent, monotone_polish,
 from .._precision import float64, numpy_leaves
 from .._validation import check_inputs, check_kernel, check_labels, check_positive
 from ..compilation import jit
+from ..exceptions import ConvergenceWarning
 from ..kernels import RBF, Kernel, gram_matrix
 
 Array = jax.Array
@@ -373,9 +374,9 @@ def fit_map_on_gram(K, X: np.ndarray, y_pm: np.ndarray, classes: np.ndarray, C: 
                                np.asarray(C, dtype=np.float64), tol, max_iter)
     if not bool(solution.converged):
         warnings.warn(
-            f"the SVM dual solver stopped at KKT violation {float(solution.kkt_violation):.2e} > tol={tol:g}; "
-            "raise max_iter or loosen tol. The marginal set (and so the evidence) may be inexact.",
-            RuntimeWarning,
+            f"the SVM dual solver stopped at KKT violation {float(solution.kkt_violation):.2e} > tol={tol:g}, so "
+            "the marginal set (and the evidence) may be inexact; pass a larger max_iter or a looser tol (fit_map)",
+            ConvergenceWarning,
             stacklevel=stacklevel,
         )
     return MapSVM(X=X, y=y_pm, classes=classes, kernel=kernel, C=C, solution=solution)
