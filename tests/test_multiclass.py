@@ -204,9 +204,11 @@ def test_k_problems_in_one_ep_batch_equal_k_separate_runs(prior):
 
 def test_the_search_takes_only_estimators_with_a_gradient_along_a_path():
     from bayesvm.evidence.approximations import AnnealedNormalization, EPNaive, path_estimators
+    from bayesvm.normalization.budget import EvidenceBudget
 
-    naive, normalization = path_estimators("ep", "annealed", tol=1e-3, key=7, options={"n_particles": 8})
-    assert naive == EPNaive(tol=1e-3) and normalization == AnnealedNormalization(key=7, options={"n_particles": 8})
+    budget = EvidenceBudget(n_particles=8)
+    naive, normalization = path_estimators("ep", "annealed", tol=1e-3, key=7, budget=budget)
+    assert naive == EPNaive(tol=1e-3) and normalization == AnnealedNormalization(key=7, budget=budget)
     with pytest.raises(ValueError, match=r"approximation 'laplace' has none along a path. Use one of \('ep',\)"):
         path_estimators("laplace", "annealed")
     with pytest.raises(ValueError, match=r"normalization 'prior' has none along a path. Use one of \('annealed',\)"):

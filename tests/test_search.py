@@ -307,9 +307,10 @@ def test_the_search_stops_once_its_steps_are_below_what_the_evidence_resolves():
 
 def test_the_screen_moves_a_start_that_cannot_be_evaluated_and_says_so():
     """An infeasible start is moved, not fatal: with repeated inputs the prior is singular, its factor needs a
-    jitter, and at amplitude 1e12 that jitter's noise swamps the margin (the path reports the point unresolved)."""
+    jitter, and at amplitude 1e12 that jitter's noise swamps the margin (the path reports the point unresolved).
+    The repeated inputs are nudged by 1e-9: exact duplicates collapse onto one latent, which no jitter needs."""
     X, y = _subsample("breast_cancer", 50, seed=4)
-    X, y = np.vstack([X, X[:10]]), np.concatenate([y, y[:10]])
+    X, y = np.vstack([X, X[:10] + 1e-9]), np.concatenate([y, y[:10]])
     template = RBF()
     default = SearchSpace.default(X, template)
     upper = default.upper.copy()
@@ -390,11 +391,12 @@ def test_where_the_search_and_a_fresh_ln_n_disagree_the_warning_says_the_evidenc
 
     report = TrustReport(search_log_normalization=-59.25, reference_log_normalization=-56.93, reference_se=0.14,
                          runs_agree=True, normalization_agrees=False, naive_converged=True)
-    with pytest.warns(RuntimeWarning) as record:
+    with pytest.warns(bayesvm.UntrustedEvidenceWarning) as record:
         warn_untrusted(report, 0.897, 117.5)
     message = str(record[0].message)
     assert len(record) == 1 and "-59.25" in message and "-56.93 +- 0.14" in message
     assert "disagree" in message and "overstated by more than its standard error" in message
+    assert "evidence_budget" in message
 
 
 def test_refining_the_path_drops_the_anchor_a_fresh_estimate_contradicts_and_keeps_the_others():

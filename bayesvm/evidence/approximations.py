@@ -281,7 +281,8 @@ class AnnealedNormalization:
     The inputs collapse onto their distinct rows (``cells.rows``), each with its multiplicity as the exponent of its
     nu: exact, since equal rows share one latent. The prior of the distinct inputs is sampled in its numerical
     rank (:func:`bayesvm.normalization.budget.prior_basis`), one eigen-decomposition per cell, and the work is
-    ``budget``'s (:class:`bayesvm.normalization.budget.EvidenceBudget`): the estimate never runs past
+    ``budget``'s plan for ``role`` (:class:`bayesvm.normalization.budget.EvidenceBudget`; a grid's screen takes
+    the anchors' plan of a budget of its own): the estimate never runs past
     :meth:`~bayesvm.normalization.budget.EvidenceBudget.ceiling`, and where its runs disagree it comes back untrusted
     with the spread of a single run as its standard error (:func:`bayesvm.normalization.budget.budgeted_log_normalization`).
     ``diagnostics`` hold each cell's effective number of runs, its settings, its ``rank`` and
@@ -292,6 +293,7 @@ class AnnealedNormalization:
 
     key: int = 0
     budget: EvidenceBudget = EvidenceBudget()
+    role: str = "check"
     keep_particles: bool = False
 
     def __call__(self, cells: Cells) -> Estimate:
@@ -299,7 +301,8 @@ class AnnealedNormalization:
             else cells.rows
         unit = cells.unit_prior[np.ix_(index, index)]
         results = [budgeted_log_normalization(prior_basis(cells.amplitude[b] * unit), counts, cells.C[b],
-                                              budget=self.budget, key=self.key, keep_particles=self.keep_particles)
+                                              budget=self.budget, role=self.role, key=self.key,
+                                              keep_particles=self.keep_particles)
                    for b in range(cells.size)]
         estimate = _from_annealing(results)
         estimate.diagnostics["rank"] = np.array([r.rank for r in results])

@@ -3,8 +3,8 @@
 Each block is one (shape, offset ratio) of the grid: its (C k0, C) cells go
 to the approximations of :mod:`bayesvm.evidence.approximations` as one batch of
 :class:`~bayesvm.evidence.approximations.Cells`, with screening settings (EP stops once
-ln Z has settled to 1e-3 nats; tempered SMC runs on a budget about 6x
-below the full one). Cells whose estimate is not to be trusted (EP not
+ln Z has settled to 1e-3 nats; tempered SMC runs 8 runs of 64 particles with 3 moves per temperature, a budget
+of its own well below the check's). Cells whose estimate is not to be trusted (EP not
 converged, SMC runs disagreeing, too few effective prior draws) and cells
 whose amplitude float64 cannot resolve (k0 above
 :func:`bayesvm.hyperparameters.max_amplitude`: rounding in the prior
@@ -45,6 +45,7 @@ from .grid import AXES, Grid, GridEdgeWarning, edge_axes, extended, grid_argumen
 from .grid_checks import GridChecks, cell_key, warn_degenerate
 from ..hyperparameters import max_amplitude
 from ..kernels import Kernel, gram_matrix
+from ..normalization.budget import EvidenceBudget
 from ..evidence.laplace import NaiveEvidenceTerms
 from ..solver.dual import DualSolution, MapSVM, solve_dual_boxes
 from .surface import EvidenceSurface
@@ -56,7 +57,7 @@ _SOLVE_BATCH = 3
 #: the screening settings of the surface's EP runs and tempered-SMC ln N(D) (module docstring); a sampled
 #: ln Q(D) keeps its full budget (it is the reference, not a screen)
 _SCREEN_EP = {"tol": 1e-4, "log_z_tol": 1e-3}
-_SCREEN_ANNEALING = {"n_particles": 64, "n_runs": 8, "n_mcmc_steps": 3}
+_SCREEN_BUDGET = EvidenceBudget(n_particles=64, anchor_runs=8, anchor_moves=3)
 _STACKLEVEL = 6
 
 
@@ -198,8 +199,8 @@ class GridProblem:
                                                    key=self.random_state, **_SCREEN_EP),
                                    self.cells(shape, ratio, a, c, naive=True), "ln Q(D)")
             norm = self._screened(normalization_estimator(self.normalization, key=self.random_state,
-                                                          n_samples=self.n_samples, options=_SCREEN_ANNEALING,
-                                                          last_resort=False, **_SCREEN_EP),
+                                                          n_samples=self.n_samples, budget=_SCREEN_BUDGET,
+                                                          role="anchor", **_SCREEN_EP),
                                   self.cells(shape, ratio, a, c, naive=False), "ln N(D)")
             values["naive"][resolvable] = np.where(naive.trusted, naive.value, np.nan)
             values["naive_se"][resolvable] = naive.se

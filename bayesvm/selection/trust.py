@@ -113,8 +113,9 @@ def warn_untrusted(report: TrustReport, C: float, amplitude: float) -> None:
     elif not report.normalization_agrees:
         warnings.warn(
             f"the search's ln N(D) ({report.search_log_normalization:.2f}) and a fresh estimate "
-            f"({report.reference_log_normalization:.2f} +- {report.reference_se:.2f}) disagree {where}, so the point "
-            "may not be the evidence maximum. Pass a larger evidence_budget for a more precise search",
+            f"({report.reference_log_normalization:.2f} +- {report.reference_se:.2f}) disagree {where}: the point "
+            "may not be the evidence maximum, and ln P(D) there may be overstated by more than its standard error. "
+            "Pass a larger evidence_budget for a more precise search",
             UntrustedEvidenceWarning, stacklevel=5,
         )
     if not report.naive_converged:
