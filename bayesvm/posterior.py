@@ -2,9 +2,9 @@
 
 The posterior of the latent output at x is approximated as Gaussian,
 theta(x) ~ N(theta*(x), sigma^2(x)), with theta* the SVM output and sigma^2
-from the Laplace-style factor (:mod:`bayesvm.evidence.laplace`), or, with
+from the Laplace-style factor (:mod:`bayesvm.inference.laplace`), or, with
 ``approximation="ep"``, with the mean and variance of expectation propagation
-(:func:`bayesvm.evidence.ep.ep_predict`; its mean need not have the sign of theta*). Three predictive
+(:func:`bayesvm.inference.ep.ep_predict`; its mean need not have the sign of theta*). Three predictive
 probabilities of y = +1, all > 1/2 exactly when theta*(x) > 0 and = 1/2 at
 theta* = 0 (g is odd and increasing and the Gaussian is symmetric about theta*):
 
@@ -12,7 +12,7 @@ theta* = 0 (g is odd and increasing and the Gaussian is symmetric about theta*):
 * ``"averaged"`` (default): <Q(+1|theta)> / <nu(theta)>, the probability of +1
   given that x receives a label at all. Both averages are Gaussian integrals
   of exp(-C l(+-theta)) with closed forms (Gaussian CDF terms and a shifted
-  Gaussian; :func:`bayesvm.evidence.tilted.hinge_tilted_moments`), so no quadrature is used;
+  Gaussian; :func:`bayesvm.inference.tilted.hinge_tilted_moments`), so no quadrature is used;
 * ``"simple"``: <P(+1|theta)> = <sigmoid(C g(theta))>, by Gauss-Hermite quadrature.
 
 Error bars: theta* +- sigma and the plug-in probabilities at those two ends.
@@ -31,17 +31,16 @@ import numpy as np
 from . import _linalg
 from ._precision import as_float64, float64, numpy_leaves
 from ._validation import TrainingData, check_inputs
-from .evidence.approximations import EPNaive
-from .evidence.ep import EPResult, converged_ep, ep_predict
-from .evidence.ep_gradient import EPSites
-from .evidence.ep_low_rank import (LowRankEPPredictor, low_rank_naive_evidences_and_gradient, low_rank_predict,
+from .inference.ep import FULL_TOLERANCE, EPResult, converged_ep, ep_predict
+from .inference.ep_gradient import EPSites
+from .inference.ep_low_rank import (LowRankEPPredictor, low_rank_naive_evidences_and_gradient, low_rank_predict,
                                    low_rank_predictor)
-from .evidence.tilted import hinge_tilted_moments
+from .inference.tilted import hinge_tilted_moments
 from .exceptions import ConvergenceWarning
 from .compilation import jit
 from .hyperparameters import coordinates_of
 from .kernels import Kernel, gram_matrix
-from .evidence.laplace import LaplaceFactor, laplace_factor, laplace_latent_variance
+from .inference.laplace import LaplaceFactor, laplace_factor, laplace_latent_variance
 from .model import label_probability
 from .solver.dual import MapSVM, fit_map_on_gram
 
@@ -64,7 +63,7 @@ __all__ = [
 PROBABILITY_METHODS = ("averaged", "map", "simple")
 APPROXIMATIONS = ("laplace", "ep")
 _HERMITE_NODES, _HERMITE_WEIGHTS = np.polynomial.hermite.hermgauss(64)
-#: EP's site tolerance (:func:`bayesvm.evidence.ep_loop.run_ep`'s ``tol``) for a posterior fitted for its predictions
+#: EP's site tolerance (:func:`bayesvm.inference.ep_loop.run_ep`'s ``tol``) for a posterior fitted for its predictions
 #: alone, whose ln Q(D) is not reported (every row after a selection on a subsample, :func:`posteriors_at`).
 #: 1e-4: probabilities within 5.1e-6 of the evidence's 1e-8 in half the sweeps (documentation: speed)
 PREDICTION_TOLERANCE = 1e-4
@@ -236,7 +235,7 @@ class Posterior(_LatentPredictions):
 
 @dataclass(frozen=True)
 class LowRankPosterior(_LatentPredictions):
-    """EP's Gaussian posterior of theta under a low-rank prior through inducing inputs (:mod:`bayesvm.evidence.ep_low_rank`).
+    """EP's Gaussian posterior of theta under a low-rank prior through inducing inputs (:mod:`bayesvm.inference.ep_low_rank`).
 
     ``predictor`` holds the weight posterior; predictions cost O(m^2) per
     input. ``n`` is the number of training points, ``C`` the penalty.
@@ -276,12 +275,12 @@ class LowRankFit(NamedTuple):
 @float64
 def low_rank_posteriors(data: TrainingData, C: float, kernel: Kernel, inducing) -> LowRankFit:
     """EP over the FITC prior through the (m, d) ``inducing`` inputs for each binary problem of validated ``data``
-    at a valid (C, kernel) (:mod:`bayesvm.evidence.ep_low_rank`): one prior for every problem, cold sites converged
+    at a valid (C, kernel) (:mod:`bayesvm.inference.ep_low_rank`): one prior for every problem, cold sites converged
     fully (``log_z_tol`` 0), as the full path's posterior is."""
     x = jnp.asarray(coordinates_of(C, kernel))
     X, Z = jnp.asarray(data.X), jnp.asarray(inducing)
     cold = EPSites(*(np.zeros(data.Y.shape),) * 2)
-    naive = low_rank_naive_evidences_and_gradient(x, X, Z, data.Y, kernel, cold, tol=EPNaive.tol, log_z_tol=0.0)
+    naive = low_rank_naive_evidences_and_gradient(x, X, Z, data.Y, kernel, cold, tol=FULL_TOLERANCE, log_z_tol=0.0)
     posteriors = tuple(LowRankPosterior(low_rank_predictor(x, X, Z, kernel, EPSites(precision, shift)), C,
                                         data.X.shape[0])
                        for precision, shift in zip(*(np.asarray(s) for s in naive.sites)))

@@ -78,7 +78,7 @@ from sklearn.model_selection import train_test_split
 import bayesvm
 from bayesvm.normalization.annealing import annealed_log_naive_evidence, prior_factor
 from bayesvm.datasets import load_dataset, make_toy
-from bayesvm.evidence.ep import ep_log_evidence, ep_log_normalization
+from bayesvm.inference.ep import ep_log_evidence, ep_log_normalization
 from bayesvm.evidence.log_evidence import naive_evidence
 from bayesvm.kernels import gram_matrix
 

@@ -353,7 +353,7 @@ def test_ep_started_normalisation_matches_brute_force_monte_carlo_on_six_points(
 def test_the_ep_started_likelihood_read_from_the_tall_factors_images_is_the_dense_log_ratio():
     """The EP-started route's integrand, read at O(M) from the images (z, S z, L S z) that its tall factor carries,
     against ln N(w; 0, I) - ln N(w; m, S S^T) + sum_i mask_i ln nu((L w)_i) at w = m + S z, the Gaussians from scipy."""
-    from bayesvm.evidence.ep_low_rank import WeightGaussian
+    from bayesvm.inference.ep_low_rank import WeightGaussian
     from bayesvm.model import log_nu
     from bayesvm.normalization.ep_started import ep_started_factor, ep_started_log_likelihood
 

@@ -19,8 +19,8 @@ import bayesvm
 from bayesvm.exceptions import BayesvmWarning
 from bayesvm import BayesianSVC
 from bayesvm._precision import float64_scope
-from bayesvm.evidence.ep_gradient import ep_naive_evidence_and_gradient, zero_sites
-from bayesvm.evidence.ep_low_rank import low_rank_naive_evidence_and_gradient
+from bayesvm.inference.ep_gradient import ep_naive_evidence_and_gradient, zero_sites
+from bayesvm.inference.ep_low_rank import low_rank_naive_evidence_and_gradient
 from bayesvm.hyperparameters import (
     COORDINATES,
     SearchSpace,

@@ -1,4 +1,4 @@
-"""Tests for bayesvm.evidence.ep: tilted moments against quadrature, EP against exact
+"""Tests for bayesvm.inference.ep: tilted moments against quadrature, EP against exact
 integrals (quadrature for n = 1, 2), brute-force Monte Carlo from the GP prior
 and elliptical slice sampling; batching, determinism and NaN guards.
 
@@ -20,7 +20,7 @@ from scipy.special import logsumexp
 
 from bayesvm.exceptions import ConvergenceWarning
 from bayesvm._precision import float64_scope
-from bayesvm.evidence.ep import (
+from bayesvm.inference.ep import (
     ep_log_evidence,
     ep_log_normalization,
     ep_log_z_batch,
@@ -28,7 +28,7 @@ from bayesvm.evidence.ep import (
 )
 from bayesvm.kernels import RBF
 from bayesvm.model import log_kappa, log_label_likelihood, log_nu
-from bayesvm.evidence.tilted import (
+from bayesvm.inference.tilted import (
     hinge_tilted_moments,
     log_mills_ratio,
     log_upper_tail,
@@ -407,7 +407,7 @@ def test_problem_sizes_cover_n_with_bounded_padding():
 def test_padding_to_the_compiled_size_changes_nothing():
     # The entry points pad n to a shared compiled size (here 65 -> 72) with flat sites under a
     # unit-variance prior block. Reference: EP's own loop on the unpadded problem.
-    from bayesvm.evidence.ep_loop import label_sites, nu_sites, run_ep
+    from bayesvm.inference.ep_loop import label_sites, nu_sites, run_ep
 
     K, X = rbf_gram(65, 3.0, seed=21)
     y = np.where(X[:, 0] > 0, 1.0, -1.0)
@@ -530,7 +530,7 @@ def test_an_unconverged_ep_loop_is_followed_by_the_next_one(monkeypatch):
     sweep cannot converge, so the second loop must run; the result is then the converged loop's own, as if it had
     run alone, with the sweeps of both counted."""
     import bayesvm.evidence.approximations as approximations
-    import bayesvm.evidence.ep as ep_module
+    import bayesvm.inference.ep as ep_module
     import bayesvm.posterior as posterior
     from bayesvm.evidence.approximations import naive_estimator
     from bayesvm.evidence.log_evidence import naive_evidence, point_cells

@@ -1,4 +1,4 @@
-"""EP over the low-rank prior (bayesvm.evidence.ep_low_rank).
+"""EP over the low-rank prior (bayesvm.inference.ep_low_rank).
 
 References are independent computations: dense EP on the full Gram matrix
 (Z = X), the posterior and predictive distributions from the dense
@@ -14,9 +14,9 @@ from sklearn.model_selection import train_test_split
 
 from bayesvm._precision import float64_scope
 from bayesvm.datasets import load_dataset
-from bayesvm.evidence.ep import ep_log_evidence
-from bayesvm.evidence.ep_gradient import ep_naive_evidence_and_gradient, zero_sites
-from bayesvm.evidence.ep_low_rank import (
+from bayesvm.inference.ep import ep_log_evidence
+from bayesvm.inference.ep_gradient import ep_naive_evidence_and_gradient, zero_sites
+from bayesvm.inference.ep_low_rank import (
     low_rank_naive_evidence_and_gradient,
     low_rank_posterior,
     low_rank_predict,

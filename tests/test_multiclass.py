@@ -170,9 +170,9 @@ def test_grid_and_cv_take_two_classes_only(iris):
 def test_k_problems_in_one_ep_batch_equal_k_separate_runs(prior):
     """The search's ln Q(D) of k one-vs-rest problems (one K(x), one vector-Jacobian product for the summed
     cotangent) gives each problem's value and sites as its own run does, and the sum of their gradients."""
-    from bayesvm.evidence.ep_gradient import (
+    from bayesvm.inference.ep_gradient import (
         batched_sites, ep_naive_evidence_and_gradient, ep_naive_evidences_and_gradient, zero_sites)
-    from bayesvm.evidence.ep_low_rank import (
+    from bayesvm.inference.ep_low_rank import (
         low_rank_naive_evidence_and_gradient, low_rank_naive_evidences_and_gradient)
 
     X, y = load_iris(return_X_y=True)

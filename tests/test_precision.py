@@ -16,7 +16,7 @@ from sklearn.datasets import make_classification
 
 import bayesvm
 from bayesvm._precision import float64_scope
-from bayesvm.evidence.ep import ep_log_evidence
+from bayesvm.inference.ep import ep_log_evidence
 from bayesvm.model import log_kappa
 
 

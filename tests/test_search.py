@@ -19,7 +19,7 @@ from bayesvm._precision import float64_scope
 from bayesvm._validation import training_data
 from bayesvm.normalization.annealing import annealed_log_normalization
 from bayesvm.datasets import load_dataset
-from bayesvm.evidence.ep_gradient import ep_naive_evidence_and_gradient, zero_sites
+from bayesvm.inference.ep_gradient import ep_naive_evidence_and_gradient, zero_sites
 from bayesvm.hyperparameters import SearchSpace, coordinates_of, kernel_hyperparameters_at, pairwise_distances
 from bayesvm.kernels import RBF, Polynomial
 from bayesvm.normalization.path import NormalizationPath
@@ -83,7 +83,7 @@ def test_nearby_sizes_share_the_search_programs_and_padding_changes_nothing():
     """n = 97 and 99 both run padded to 104 points: one compilation each for EP and the path's reweighting (at an
     anchor's own point and away from it), and the padded ln Q(D) is EP's at full tolerance (``ep_log_evidence``,
     the same program from cold sites)."""
-    from bayesvm.evidence.ep import _padded_label_run, ep_log_evidence
+    from bayesvm.inference.ep import _padded_label_run, ep_log_evidence
     from bayesvm.normalization.path import _reweighted
 
     X, y = _subsample("breast_cancer", 99)

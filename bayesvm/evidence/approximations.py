@@ -10,7 +10,7 @@ one-cell call into them and the grid selection a block-at-a-time one.
 
 ln Q(D), the naive evidence (theory: "Why C and k0 need the evidence"):
 
-* ``"ep"``: expectation propagation (:func:`bayesvm.evidence.ep.ep_log_z_batch`);
+* ``"ep"``: expectation propagation (:func:`bayesvm.inference.ep.ep_log_z_batch`);
 * ``"laplace"``: Sollich's Laplace-style form around the MAP solution (far
   too optimistic where many points are marginal; theory: "Where the Laplace
   form breaks");
@@ -38,7 +38,7 @@ Along a search path (:mod:`bayesvm.selection.search`), where the
 hyperparameters move and the exact gradient in the search coordinates is
 needed, two of them serve, through their ``along_path`` method on the full
 prior or the low-rank one: ``"ep"`` for ln Q(D) (warm-started, k problems
-sharing one K(x); :mod:`bayesvm.evidence.ep_gradient`) and ``"annealed"``
+sharing one K(x); :mod:`bayesvm.inference.ep_gradient`) and ``"annealed"``
 for ln N(D) (reweighted tempered-SMC particles; :mod:`bayesvm.normalization.path`).
 :func:`path_estimators` hands them out by name.
 """
@@ -60,13 +60,13 @@ from ..normalization.annealing import (
     prior_factor,
 )
 from ..normalization.budget import EvidenceBudget, budgeted_log_normalization, prior_basis
-from .ep import EP_LOOPS, converged_ep, ep_log_z_batch
-from .ep_gradient import EPSites, NaiveEvidenceGradient, ep_naive_evidences_and_gradient
-from .ep_low_rank import low_rank_naive_evidences_and_gradient
+from ..inference.ep import EP_LOOPS, FULL_TOLERANCE, converged_ep, ep_log_z_batch
+from ..inference.ep_gradient import EPSites, NaiveEvidenceGradient, ep_naive_evidences_and_gradient
+from ..inference.ep_low_rank import low_rank_naive_evidences_and_gradient
 from ..kernels import Kernel
 from ..normalization.low_rank import LowRankNormalizationPath
 from ..normalization.path import NormalizationPath, ReweightedPath
-from .laplace import DETERMINANTS, NaiveEvidenceTerms, laplace_factor, laplace_log_naive_evidence
+from ..inference.laplace import DETERMINANTS, NaiveEvidenceTerms, laplace_factor, laplace_log_naive_evidence
 from ..normalization.draws import draws_from_base, log_normalization_from_draws
 from ..solver.dual import solve_dual_boxes
 
@@ -163,7 +163,7 @@ def _in_batches(run: Callable, *per_cell: np.ndarray, batch_size: int | None = N
 
 
 def _ep_estimate(cells: Cells, sites: str, tol: float, log_z_tol: float) -> Estimate:
-    """ln Z by EP at every cell (:func:`bayesvm.evidence.ep.ep_log_z_batch`, ``sites`` "labels" or "nu"), trusted where
+    """ln Z by EP at every cell (:func:`bayesvm.inference.ep.ep_log_z_batch`, ``sites`` "labels" or "nu"), trusted where
     converged; cells whose loop has not converged run again with each slower loop of ``EP_LOOPS`` in turn. One cell
     of ln Q(D) runs :func:`converged_ep`, whose result (``diagnostics["ep"]``) also serves the posterior there."""
     if sites == "labels" and cells.size == 1:
@@ -196,7 +196,7 @@ class EPNaive:
     """ln Q(D) by EP (label sites); stops once ln Z changes by less than ``log_z_tol`` nats three times running."""
 
     log_z_tol: float = 1e-6
-    tol: float = 1e-8
+    tol: float = FULL_TOLERANCE
 
     def __call__(self, cells: Cells) -> Estimate:
         return _ep_estimate(cells, "labels", self.tol, self.log_z_tol)
@@ -204,8 +204,8 @@ class EPNaive:
     def along_path(self, X, template: Kernel, inducing=None) -> Callable[..., NaiveEvidenceGradient]:
         """ln Q(D) of k problems on the inputs X (n, d) and the gradient of their sum in the search coordinates, as
         ``naive(x, Y, sites, damping, max_iter)`` (Y (k, n) in -1/+1, sites their (k, n) warm starts): on the full
-        prior (:func:`bayesvm.evidence.ep_gradient.ep_naive_evidences_and_gradient`) or, given ``inducing`` inputs
-        (m, d), on the low-rank one (:func:`bayesvm.evidence.ep_low_rank.low_rank_naive_evidences_and_gradient`)."""
+        prior (:func:`bayesvm.inference.ep_gradient.ep_naive_evidences_and_gradient`) or, given ``inducing`` inputs
+        (m, d), on the low-rank one (:func:`bayesvm.inference.ep_low_rank.low_rank_naive_evidences_and_gradient`)."""
         X = jnp.asarray(X, dtype=jnp.float64)
         loop = {"tol": self.tol, "log_z_tol": self.log_z_tol}
 
@@ -344,7 +344,7 @@ class EPNormalization:
     """ln E_theta[prod_i nu(theta_i)] over the training inputs by EP (nu sites); deterministic."""
 
     log_z_tol: float = 1e-6
-    tol: float = 1e-8
+    tol: float = FULL_TOLERANCE
 
     def __call__(self, cells: Cells) -> Estimate:
         return _ep_estimate(cells, "nu", self.tol, self.log_z_tol)

@@ -28,14 +28,14 @@ from .approximations import (
     naive_estimator,
     normalization_estimator,
 )
-from .ep import EPResult
+from ..inference.ep import EPResult
 from .._linalg import distinct_rows
 from ..exceptions import ConvergenceWarning, EvidenceBudgetWarning, UntrustedEvidenceWarning
 from ..kernels import RBF, Kernel, gram_matrix
 from ..normalization.budget import EvidenceBudget
 from ..low_rank import inducing_inputs, low_rank_prior
 from ..normalization.low_rank import annealed_log_normalization_low_rank
-from .laplace import DETERMINANTS, NaiveEvidenceTerms
+from ..inference.laplace import DETERMINANTS, NaiveEvidenceTerms
 from ..normalization.draws import normalization_inputs
 from ..posterior import LowRankPosterior, Posterior, low_rank_posteriors
 from ..solver.dual import MapSVM, fit_map_on_gram
@@ -177,7 +177,7 @@ def naive_evidence(
 
 @float64
 def log_naive_evidence(fit: MapSVM, *, determinant: str = "regularized") -> NaiveEvidenceTerms:
-    """Sollich's Laplace-style ln Q(D) for a fitted MAP SVM, term by term (see :mod:`bayesvm.evidence.laplace`)."""
+    """Sollich's Laplace-style ln Q(D) for a fitted MAP SVM, term by term (see :mod:`bayesvm.inference.laplace`)."""
     return NaiveEvidenceTerms(**naive_evidence(fit, "laplace", determinant=determinant).diagnostics["terms"])
 
 

@@ -7,7 +7,7 @@ and whitened latents w = L^-1 theta,
 
 the low-rank form of :mod:`bayesvm.normalization.low_rank` with V = L and no
 independent noise. EP with the nu sites
-(:func:`bayesvm.evidence.ep_low_rank.nu_weight_gaussian`) gives a Gaussian
+(:func:`bayesvm.inference.ep_low_rank.nu_weight_gaussian`) gives a Gaussian
 q(w) = N(m, S S^T) close to p(w) proportional to N(w; 0, I) prod_i nu((L w)_i);
 with w = m + S z, z ~ N(0, I),
 
@@ -36,7 +36,7 @@ import numpy as np
 
 from .._precision import as_float64, float64
 from .annealing import AnnealingResult, annealed_log_expectation
-from ..evidence.ep_low_rank import WeightGaussian, nu_weight_gaussian
+from ..inference.ep_low_rank import WeightGaussian, nu_weight_gaussian
 from ..low_rank import LowRankPrior
 from ..model import log_nu
 

@@ -9,7 +9,7 @@ eps_i ~ N(0, d_i) independent. Integrating eps out first,
 
 with v_i^T the rows of V. nubar_i is the Gaussian convolution of nu, i.e. the
 normaliser of the nu-tilted distribution N(t; u, d_i) nu(t), in closed form
-(:func:`bayesvm.evidence.tilted.nu_tilted_moments`); as d_i -> 0 it tends to nu(u).
+(:func:`bayesvm.inference.tilted.nu_tilted_moments`); as d_i -> 0 it tends to nu(u).
 The integral over w is then annealed by tempered SMC (Del Moral, Doucet &
 Jasra 2006; :mod:`bayesvm.normalization.annealing`) with the standard normal prior
 (square-root factor I_r) and log-likelihood
@@ -22,7 +22,7 @@ particle and O(n^3) for the factor under the exact prior.
 
 The annealing starts from EP's Gaussian approximation q(w) = N(m, S S^T) of
 the weights' distribution p(w) proportional to N(w; 0, I) prod_i nubar_i(v_i^T w)
-(:func:`bayesvm.evidence.ep_low_rank.nu_weight_gaussian`) rather than from the prior:
+(:func:`bayesvm.inference.ep_low_rank.nu_weight_gaussian`) rather than from the prior:
 with w = m + S z, z ~ N(0, I),
 
     N(D) = E_z[ p(w) / q(w) ],  ln p(w) - ln q(w) = -|w|^2/2 + |z|^2/2 + ln|det S| + l(w),
@@ -64,10 +64,10 @@ from ..compilation import jit
 from ..hyperparameters import MARGIN_RESOLUTION, kernel_at, penalty_at
 from ..kernels import Kernel
 from ..low_rank import INDUCING_JITTER, KINDS, LowRankPrior, low_rank_prior_at
-from ..evidence.ep_low_rank import WeightGaussian, nu_weight_gaussian
+from ..inference.ep_low_rank import WeightGaussian, nu_weight_gaussian
 from ..model import log_nu
 from .path import MIN_ESS_FRACTION, Annealed, ReweightedPath
-from ..evidence.tilted import nu_tilted_moments
+from ..inference.tilted import nu_tilted_moments
 
 Array = jax.Array
 
@@ -90,7 +90,7 @@ def log_nu_smoothed(u: Array, d: Array, C: Array | float) -> Array:
     """ln nubar(u) = ln E_{eps ~ N(0, d)}[nu(u + eps)] = ln INT N(t; u, d) nu(t) dt, elementwise.
 
     The normaliser of the nu-tilted distribution
-    (:func:`bayesvm.evidence.tilted.nu_tilted_moments`). For d <= ``SMOOTHING_FLOOR``
+    (:func:`bayesvm.inference.tilted.nu_tilted_moments`). For d <= ``SMOOTHING_FLOOR``
     (d = 0 exactly: DTC, or FITC at an inducing input) it is ln nu(u); the
     other branch then sees d = 1, so neither value nor gradient is NaN.
     """
@@ -138,7 +138,7 @@ def annealed_log_normalization_low_rank(prior: LowRankPrior, C: float, *, key=0,
     training inputs, e.g. ``low_rank_prior(kernel, X, Z, kind)``. With
     ``reference`` (the default) the annealing starts from EP's Gaussian
     approximation of the weights' distribution
-    (:func:`bayesvm.evidence.ep_low_rank.nu_weight_gaussian`), else from the prior
+    (:func:`bayesvm.inference.ep_low_rank.nu_weight_gaussian`), else from the prior
     N(0, I) (module docstring). The work is ``budget``'s for the m + 1 weights, at its plan for ``role``
     (:meth:`bayesvm.normalization.budget.EvidenceBudget.plan`); with ``keep_particles``
     the particles are the z, w = mean + z scale^T with the returned reference.

@@ -36,7 +36,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..evidence.approximations import Cells, normalization_estimator
-from ..evidence.ep import ep_log_evidence
+from ..inference.ep import ep_log_evidence
 from ..exceptions import BayesvmWarning, ConvergenceWarning, UntrustedEvidenceWarning
 from ..posterior import Posterior
 from ..solver.dual import MapSVM

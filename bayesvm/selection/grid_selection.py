@@ -46,7 +46,7 @@ from .grid_checks import GridChecks, cell_key, warn_degenerate
 from ..hyperparameters import max_amplitude
 from ..kernels import Kernel, gram_matrix
 from ..normalization.budget import EvidenceBudget
-from ..evidence.laplace import NaiveEvidenceTerms
+from ..inference.laplace import NaiveEvidenceTerms
 from ..solver.dual import DualSolution, MapSVM, solve_dual_boxes
 from .surface import EvidenceSurface
 

@@ -7,7 +7,7 @@ per-feature length scales):
 
 * ln Q(D) by expectation propagation, warm-started from the sites of the
   previous evaluation, with its exact gradient at the fixed point
-  (:func:`bayesvm.evidence.ep_gradient.ep_naive_evidences_and_gradient`; k
+  (:func:`bayesvm.inference.ep_gradient.ep_naive_evidences_and_gradient`; k
   one-vs-rest problems share one K(x));
 * ln N(D) over the training inputs by reweighting tempered-SMC particles
   from the nearest anchor, with its exact gradient
@@ -40,9 +40,9 @@ import numpy as np
 from scipy.optimize import minimize
 
 from .._precision import float64
-from ..evidence.ep import EP_LOOPS
+from ..inference.ep import EP_LOOPS
 from ..evidence.approximations import path_estimators
-from ..evidence.ep_gradient import EPSites
+from ..inference.ep_gradient import EPSites
 from ..exceptions import BayesvmWarning
 from ..hyperparameters import SearchSpace, kernel_hyperparameters_at, pairwise_distances
 from ..hyperparameters import feature_pairwise_distances

@@ -1,10 +1,10 @@
 """The two forms of the GP prior the evidence search works on: the full n x n Gram matrix, or a low-rank prior.
 
 * :class:`FullPrior`: every evaluation factorises the n x n prior (O(n^3)
-  time, O(n^2) memory; :mod:`bayesvm.evidence.ep_gradient`, :mod:`bayesvm.normalization.path`).
+  time, O(n^2) memory; :mod:`bayesvm.inference.ep_gradient`, :mod:`bayesvm.normalization.path`).
 * :class:`InducingPrior`: the FITC prior through m inducing inputs
   (:mod:`bayesvm.low_rank`): O(n m^2) time and O(n m) memory for EP's
-  ln Q(D) (:mod:`bayesvm.evidence.ep_low_rank`) and the tempered-SMC ln N(D)
+  ln Q(D) (:mod:`bayesvm.inference.ep_low_rank`) and the tempered-SMC ln N(D)
   (:mod:`bayesvm.normalization.low_rank`), with the same exact gradients
   (theory: "Large data: a low-rank prior").
 

@@ -28,7 +28,7 @@ from .grid_checks import GridChecks
 from .grid_selection import GridOptions, GridProblem, select_on_grid
 from ..hyperparameters import SearchSpace
 from ..kernels import Kernel, is_ard
-from ..evidence.laplace import DETERMINANTS
+from ..inference.laplace import DETERMINANTS
 from ..normalization.draws import normalization_inputs
 from ..normalization.budget import EvidenceBudget
 from .search import SearchOptions, default_starts

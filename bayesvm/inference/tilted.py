@@ -4,7 +4,7 @@ For a Gaussian N(theta; mean, variance) times a hinge factor exp(-C l(s theta)),
 a label likelihood Q(y | theta) or the label-emission probability nu(theta),
 the normaliser ln Z and the mean and variance of the product, in closed form
 (Gaussian CDF and Mills-ratio terms), stable in every tail. They are the
-building blocks of expectation propagation (:mod:`bayesvm.evidence.ep`, theory:
+building blocks of expectation propagation (:mod:`bayesvm.inference.ep`, theory:
 "Expectation propagation") and of the posterior-averaged class
 probabilities (:mod:`bayesvm.posterior`).
 """

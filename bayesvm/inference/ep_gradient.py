@@ -21,7 +21,7 @@ left. Two parts depend on the hyperparameters:
 The EP run itself starts from the sites of the previous point of the search
 (a warm start), which is what makes an evaluation cost a few factorisations
 rather than a cold run's dozens. It is the compiled program of
-:func:`bayesvm.evidence.ep.padded_label_run`, on the Gram matrix, which also
+:func:`bayesvm.inference.ep.padded_label_run`, on the Gram matrix, which also
 serves the checks at the search's answer and the posterior; here K(x) is
 built, the run made for each of k binary problems on the same inputs (one per
 class, one-vs-rest), and the derivatives it returns carried to the search
@@ -84,7 +84,7 @@ class NaiveEvidenceGradient(NamedTuple):
 def tilted_gradient(post: GaussianPosterior, tau: Array, shift: Array, y: Array, x: Array,
                     mask: Array | None = None) -> Array:
     """d/dx of sum_i ln Z_i(m_i, v_i; C) at the fixed cavities (m_i, v_i): only x_0 = ln C moves it
-    (:func:`bayesvm.evidence.ep.label_penalty_derivative` times dC/dx_0 = C).
+    (:func:`bayesvm.inference.ep.label_penalty_derivative` times dC/dx_0 = C).
 
     x: the search coordinates (any length); ``mask`` (optional, bool per entry) leaves padding entries out of the sum.
     """
@@ -100,7 +100,7 @@ def ep_naive_evidence_and_gradient(x: Array, X: Array, y: Array, template: Kerne
     x: the search coordinates (:mod:`bayesvm.hyperparameters`); X, y: the
     training inputs and labels in {-1, +1}; template: the kernel family;
     sites: the warm start (:func:`zero_sites` for a cold one); ``loop``: EP's damping, max_iter, tol and
-    log_z_tol, as in :func:`ep_naive_evidences_and_gradient` (see :func:`bayesvm.evidence.ep_loop.ep_loop`). The
+    log_z_tol, as in :func:`ep_naive_evidences_and_gradient` (see :func:`bayesvm.inference.ep_loop.ep_loop`). The
     gradient is exact at the fixed point, so it is as accurate as the sites
     are converged. The one-problem case of :func:`ep_naive_evidences_and_gradient`.
     """
@@ -135,13 +135,13 @@ def ep_naive_evidences_and_gradient(
     """EP's ln Q(D_c) of k binary problems on the same inputs, and the gradient of their sum sum_c ln Q(D_c).
 
     Y: (k, n) labels in {-1, +1}; sites: their warm starts as (k, n) arrays (:func:`batched_sites`). K(x) is
-    built once; each problem runs EP on it from its sites (:func:`bayesvm.evidence.ep.padded_label_run`, one
+    built once; each problem runs EP on it from its sites (:func:`bayesvm.inference.ep.padded_label_run`, one
     after the other), and the runs' summed d ln Z / dK is carried to the coordinates by one vector-Jacobian
     product of x -> K(x), their d ln Z / dC by C = exp(x_0). Returns value,
     sites, converged, n_iter and n_factorizations per problem and the summed gradient. The problem is padded to
-    :func:`bayesvm._linalg.problem_size` (n) with flat sites (:func:`bayesvm.evidence.ep_loop.flat_at_padding`),
+    :func:`bayesvm._linalg.problem_size` (n) with flat sites (:func:`bayesvm.inference.ep_loop.flat_at_padding`),
     which changes neither the values nor the gradient, so that nearby n share one compiled program (the same
-    one as EP at full tolerance, :func:`bayesvm.evidence.ep.ep_log_evidence`); the returned sites are the n
+    one as EP at full tolerance, :func:`bayesvm.inference.ep.ep_log_evidence`); the returned sites are the n
     data entries'.
     """
     X = np.asarray(X, dtype=np.float64)

@@ -21,17 +21,17 @@ P(D) = Q(D) / N(D) (theory: "Expectation propagation"):
 The hinge site is log-concave, so its Gaussian site precisions are never
 negative; nu is bimodal (maxima at theta = +-1) and gives negative site
 precisions, which the posterior update handles by splitting the sites into
-their positive and negative parts (see :func:`bayesvm.evidence.ep_posterior.posterior_from_sites`).
+their positive and negative parts (see :func:`bayesvm.inference.ep_posterior.posterior_from_sites`).
 The derivation and the stabilisation choices are written out on the
 expectation-propagation page of the documentation.
 
-The loop itself and the site families are in :mod:`bayesvm.evidence.ep_loop`
+The loop itself and the site families are in :mod:`bayesvm.inference.ep_loop`
 (damped parallel updates, their convergence tests and why the residual is
 measured in units of the prior); here are the compiled programs on a dense
 prior N(0, K) and the public entry points. With label sites, one compiled
 program per padded size (:func:`padded_label_run`) serves every caller: the
 search from warm sites with the derivatives its gradient needs
-(:mod:`bayesvm.evidence.ep_gradient`), the checks at its answer and the
+(:mod:`bayesvm.inference.ep_gradient`), the checks at its answer and the
 posterior from cold sites with the predictor.
 """
 
@@ -56,6 +56,7 @@ from .tilted import label_tilted_moments
 Array = jax.Array
 
 __all__ = [
+    "FULL_TOLERANCE",
     "EP_LOOPS",
     "EPResult",
     "LabelEP",
@@ -68,12 +69,15 @@ __all__ = [
     "ep_predict",
 ]
 
+#: EP's site tolerance at full convergence: the reference estimates of ln Q(D) and ln N(D), and the posterior
+FULL_TOLERANCE = 1e-8
+
 
 class LabelEP(NamedTuple):
     """EP for ln Q(D) (label sites) on a Gram matrix, with what the gradient of ln Z_EP needs at its fixed point.
 
     At a fixed point ln Z_EP is stationary in the site parameters, so its derivatives hold the sites and the
-    cavities fixed (theory: "Expectation propagation"; :mod:`bayesvm.evidence.ep_gradient` applies them):
+    cavities fixed (theory: "Expectation propagation"; :mod:`bayesvm.inference.ep_gradient` applies them):
 
     result: the run (:class:`EPResult`, its predictor included);
     gram_cotangent: d ln Z_EP / dK = 1/2 (b b^T - R), b = shift - S mu = K^-1 mu, R = S^1/2 B^-1 S^1/2,
@@ -180,14 +184,14 @@ def _run_padded(K: Array, y: Array | None, C, sites: str, damping, max_iter, tol
 
 @float64
 def ep_log_evidence(
-    K: Array, y: Array, C: Array | float, *, damping=0.5, max_iter=200, tol=1e-8, log_z_tol=0.0
+    K: Array, y: Array, C: Array | float, *, damping=0.5, max_iter=200, tol=FULL_TOLERANCE, log_z_tol=0.0
 ) -> EPResult:
     """EP for the naive evidence ln Q(D) = n ln kappa(C) + ln INT N(theta; 0, K) exp(-C sum_i l(y_i theta_i)).
 
     K: (n, n) Gram matrix of the training inputs; y: (n,) labels in {-1, +1};
     C > 0. ``result.log_z`` is the EP estimate of ln Q(D). damping is the
     fraction of the old site parameters kept at each parallel update; tol and
-    log_z_tol the two convergence tests of :func:`bayesvm.evidence.ep_loop.run_ep`. ``log_z_tol = 0``
+    log_z_tol the two convergence tests of :func:`bayesvm.inference.ep_loop.run_ep`. ``log_z_tol = 0``
     (the default) switches the second off: the posterior moments are then
     converged too, not only ln Z (with one site ln Z is exact at once while
     the site is still moving). Callers that use ln Z alone may pass e.g. 1e-6.
@@ -201,8 +205,8 @@ def ep_log_evidence(
 
 
 @float64
-def converged_ep(K, y, C: float, *, tol: float = 1e-8, log_z_tol: float = 0.0) -> EPResult:
-    """EP for ln Q(D) with its predictor (:func:`bayesvm.evidence.ep.ep_log_evidence`), each slower loop of
+def converged_ep(K, y, C: float, *, tol: float = FULL_TOLERANCE, log_z_tol: float = 0.0) -> EPResult:
+    """EP for ln Q(D) with its predictor (:func:`bayesvm.inference.ep.ep_log_evidence`), each slower loop of
     ``EP_LOOPS`` in turn, from cold sites, until one converges: that loop's run (the last one where none does),
     with ``n_iter`` the sweeps of every loop tried."""
     sweeps = 0
@@ -216,12 +220,12 @@ def converged_ep(K, y, C: float, *, tol: float = 1e-8, log_z_tol: float = 0.0) -
 
 @float64
 def ep_log_normalization(
-    K: Array, C: Array | float, *, damping=0.5, max_iter=200, tol=1e-8, log_z_tol=0.0
+    K: Array, C: Array | float, *, damping=0.5, max_iter=200, tol=FULL_TOLERANCE, log_z_tol=0.0
 ) -> EPResult:
     """EP for ln E_{theta ~ N(0, K)}[prod_i nu(theta_i)], the single-draw ln N(D) (theory: "The single-draw identity").
 
     ``result.log_z`` is the estimate. nu is bimodal and its Gaussian sites
-    can have negative precision; see :func:`bayesvm.evidence.ep_loop.run_ep` for how that is kept stable.
+    can have negative precision; see :func:`bayesvm.inference.ep_loop.run_ep` for how that is kept stable.
     Options and compilation as in :func:`ep_log_evidence`.
     """
     K = jnp.asarray(K, dtype=jnp.float64)

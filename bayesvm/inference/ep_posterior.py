@@ -4,7 +4,7 @@ The dense form (O(n^3)): the positive-precision sites through GPML's
 B = I + S^1/2 K S^1/2, the negative ones (nu sites) by Woodbury on the
 positive part (:func:`posterior_from_sites`); the factors predictions need
 (:func:`predictor_from_sites`, :func:`ep_predict`). The EP loop itself is in
-:mod:`bayesvm.evidence.ep_loop`; the low-rank form in :mod:`bayesvm.evidence.ep_low_rank`.
+:mod:`bayesvm.inference.ep_loop`; the low-rank form in :mod:`bayesvm.inference.ep_low_rank`.
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def predictor_from_sites(K: Array, tau: Array, mean: Array, shift: Array, allow_
 def ep_predict(result, K_cross: Array, K_diag: Array) -> tuple[Array, Array]:
     """Approximate posterior mean and variance of theta(x*) (GPML Algorithm 3.6, eqs. 3.60-3.61).
 
-    ``result``: an :class:`bayesvm.evidence.ep_loop.EPResult` (its ``predictor``).
+    ``result``: an :class:`bayesvm.inference.ep_loop.EPResult` (its ``predictor``).
 
     K_cross: (m, n) = K(X*, X) against the training inputs; K_diag: (m,) = diag K(X*, X*).
     mean = K_cross alpha; variance = K_diag - k*^T (K + S^-1)^-1 k*, computed as

@@ -1,7 +1,7 @@
 """The loop of expectation propagation (EP) and its site families, for any Gaussian prior.
 
-The machinery behind :mod:`bayesvm.evidence.ep` (a dense prior N(0, K)) and
-:mod:`bayesvm.evidence.ep_low_rank` (a low-rank one): the damped parallel
+The machinery behind :mod:`bayesvm.inference.ep` (a dense prior N(0, K)) and
+:mod:`bayesvm.inference.ep_low_rank` (a low-rank one): the damped parallel
 loop, the site families of the evidence (labels: Q(y_i | theta_i); nu: the
 label-emission probability) and the result with its predictor (theory:
 "Expectation propagation"; the derivation and the stabilisation choices are
@@ -13,8 +13,8 @@ recomputation), damped in natural parameters and run inside
 vmaps over batches of Gram matrices and C values.
 
 The loop (:func:`ep_loop`). The prior enters only through the posterior
-of the prior times the Gaussian sites (:func:`bayesvm.evidence.ep_posterior.posterior_from_sites` for a
-dense K; :mod:`bayesvm.evidence.ep_low_rank` for a low-rank one) and through its
+of the prior times the Gaussian sites (:func:`bayesvm.inference.ep_posterior.posterior_from_sites` for a
+dense K; :mod:`bayesvm.inference.ep_low_rank` for a low-rank one) and through its
 marginal variances K_ii. Each iteration: cavities from the current
 posterior, tilted moments for all sites at once, proposed sites (label
 sites: proposals clipped at precision 0, which they only cross by
@@ -83,13 +83,13 @@ class EPResult(NamedTuple):
     """Result of an EP run.
 
     log_z: EP estimate of ln INT N(theta; 0, K) prod_i t_i(theta_i) dtheta
-      (ln Q(D) including n ln kappa(C) for :func:`bayesvm.evidence.ep.ep_log_evidence`;
+      (ln Q(D) including n ln kappa(C) for :func:`bayesvm.inference.ep.ep_log_evidence`;
       ln E_GP[prod_i nu(theta_i)] for ``ep_log_normalization``).
     mean, variance: approximate posterior mean and marginal variances of theta.
     site_precision, site_shift: Gaussian sites exp(-tau theta^2 / 2 + shift theta).
     converged: site parameters settled within tol, or (log_z_tol > 0) ln Z settled, and everything is finite.
     n_iter: number of parallel updates done.
-    predictor: what :func:`bayesvm.evidence.ep_posterior.ep_predict` needs.
+    predictor: what :func:`bayesvm.inference.ep_posterior.ep_predict` needs.
     """
 
     log_z: Array
@@ -220,7 +220,7 @@ def ep_loop(
     sites of a nearby hyperparameter value) is used as given when its
     posterior is proper, and replaced by zero sites otherwise. The prior
     enters only through ``posterior(tau, shift)`` (dense:
-    :func:`posterior_from_sites`; low-rank: :mod:`bayesvm.evidence.ep_low_rank`) and
+    :func:`posterior_from_sites`; low-rank: :mod:`bayesvm.inference.ep_low_rank`) and
     its marginal variances ``prior_var`` (the residual's units).
     """
     zeros = jnp.zeros_like(prior_var)

@@ -5,7 +5,7 @@ shape (n, r), r = m + 1, read as theta = V w + eps with w ~ N(0, I_r) and
 independent eps_i ~ N(0, d_i) (FITC: Snelson & Ghahramani 2006; d = 0 is
 DTC / subset of regressors). EP with such a prior (Naish-Guzman & Holden
 2008, "The generalized FITC approximation") is the dense EP of
-:mod:`bayesvm.evidence.ep` with one change: the Gaussian posterior of the prior times
+:mod:`bayesvm.inference.ep` with one change: the Gaussian posterior of the prior times
 the sites exp(-tau_i theta_i^2 / 2 + h_i theta_i) is computed in weight space.
 
 Integrating eps_i out of site i (it appears in no other factor) leaves a
@@ -34,7 +34,7 @@ and by the matrix determinant lemma
 
 Each is O(n r^2 + r^3); nothing n x n is formed. Where the posterior is
 improper the Cholesky factor or a logarithm is NaN, which is what
-:func:`bayesvm.evidence.ep_loop.ep_loop` tests for: its damped parallel updates, step
+:func:`bayesvm.inference.ep_loop.ep_loop` tests for: its damped parallel updates, step
 control and convergence tests are used unchanged (labels' site precisions
 are never negative, so 1 + d tau >= 1 there).
 
@@ -47,7 +47,7 @@ point ln Z_EP is stationary in the sites (Seeger 2005; Rasmussen & Williams
 
 the first term by reverse mode through the weight-space formulas above
 (O(n r^2)) and the prior's construction, the second as in
-:mod:`bayesvm.evidence.ep_gradient`. With Z = X and FITC, V V^T + diag(d) = K up to
+:mod:`bayesvm.inference.ep_gradient`. With Z = X and FITC, V V^T + diag(d) = K up to
 the inducing jitter and both the value and the gradient are those of the
 dense path.
 
@@ -161,11 +161,11 @@ def low_rank_naive_evidence_and_gradient(x: Array, X: Array, Z: Array, y: Array,
                                          **options) -> NaiveEvidenceGradient:
     """EP's ln Q(D) over the low-rank prior through the inducing inputs Z, and its exact gradient in x.
 
-    As :func:`bayesvm.evidence.ep_gradient.ep_naive_evidence_and_gradient` with the
+    As :func:`bayesvm.inference.ep_gradient.ep_naive_evidence_and_gradient` with the
     prior :func:`bayesvm.low_rank.low_rank_prior_at` (x, X, Z, template, kind)
     in place of K(x): x the search coordinates, X (n, p) and y (n,) in
     {-1, +1} the training data, Z (m, p) the inducing inputs (held fixed),
-    sites the warm start (:func:`bayesvm.evidence.ep_gradient.zero_sites` for a cold one); ``options``:
+    sites the warm start (:func:`bayesvm.inference.ep_gradient.zero_sites` for a cold one); ``options``:
     ``kind`` ("fitc" or "dtc") and EP's loop, as in :func:`low_rank_naive_evidences_and_gradient`. O(n r^2 + r^3)
     per sweep and O(n r) memory, r = m + 1. The gradient is exact at the
     fixed point (module docstring). ``n_factorizations`` counts r x r
@@ -197,7 +197,7 @@ def low_rank_naive_evidences_and_gradient(
     """:func:`low_rank_naive_evidence_and_gradient` for k binary problems on the same inputs (Y (k, n), sites as
     (k, n) arrays): the low-rank prior is built once and its vector-Jacobian product applied once, to the summed
     cotangent; the problems run one after the other. Per-problem fields and the gradient of the summed ln Q(D),
-    as :func:`bayesvm.evidence.ep_gradient.ep_naive_evidences_and_gradient`."""
+    as :func:`bayesvm.inference.ep_gradient.ep_naive_evidences_and_gradient`."""
     X, Z = jnp.asarray(X, dtype=jnp.float64), jnp.asarray(Z, dtype=jnp.float64)
     Y = jnp.asarray(Y, dtype=jnp.float64)
     x = jnp.asarray(x, dtype=jnp.float64)
