@@ -119,6 +119,19 @@ def test_where_the_budget_runs_out_the_estimate_says_so_and_widens_its_error():
     assert not estimate.trusted and estimate.se > 0.3
 
 
+def test_the_stand_in_route_takes_moves_for_its_exponent_and_lands_near_a_long_reference():
+    """ln E[(mean_j nu(theta_j))^500] over 200 grid inputs (RBF length scale 0.1, k0 = 2, no offset, C = 2): the
+    exponent makes the integrand sharp, so the budget's moves follow n = 500, not the 200 inputs. A long annealed
+    importance sampling run puts it at -22.5; five moves per temperature left the value 1.6 nats low."""
+    X = np.linspace(-1, 1, 200)[:, None]
+    kernel = RBF(length_scale=0.1, amplitude=2.0, offset=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", bayesvm.EvidenceBudgetWarning)
+        estimate = bayesvm.log_normalization(kernel=kernel, C=2.0, n=500, inputs=X, method="annealed-stand-in")
+    assert estimate.diagnostics["n_mcmc_steps"] == EvidenceBudget().moves(500) == 10
+    assert abs(estimate.value - (-22.5)) < 1.0
+
+
 def test_the_anchor_plan_and_the_full_plan_share_one_compiled_sampler():
     """On the CPU the full plan's 16 runs go in calls of the anchors' 4, so a search's anchors and the check at its
     answer compile the sampler once for a problem size."""

@@ -59,7 +59,7 @@ from ..normalization.annealing import (
     mean_route_log_likelihood,
     prior_factor,
 )
-from ..normalization.budget import EvidenceBudget, budgeted_log_normalization, prior_basis
+from ..normalization.budget import EvidenceBudget, budgeted_log_normalization, prior_basis, widened
 from ..inference.ep import EP_LOOPS, FULL_TOLERANCE, converged_ep, ep_log_z_batch
 from ..inference.ep_gradient import EPSites, NaiveEvidenceGradient, ep_naive_evidences_and_gradient
 from ..inference.ep_low_rank import low_rank_naive_evidences_and_gradient
@@ -326,16 +326,20 @@ class AnnealedNormalization:
 
 @dataclass(frozen=True)
 class AnnealedStandInNormalization:
-    """ln E_theta[(mean_j nu(theta(x_j)))^n] over M stand-in inputs by tempered SMC (route "mean")."""
+    """ln E_theta[(mean_j nu(theta(x_j)))^n] over M stand-in inputs by tempered SMC (route "mean") at ``budget``'s
+    fixed work: its moves per temperature and its temperature cap follow the exponent n, which sets how sharp the
+    integrand is (:meth:`bayesvm.normalization.budget.EvidenceBudget.plan`); where the runs disagree, the spread of
+    a single run is the standard error (:func:`bayesvm.normalization.budget.widened`)."""
 
     key: int = 0
-    options: dict = field(default_factory=dict)
+    budget: EvidenceBudget = EvidenceBudget()
 
     def __call__(self, cells: Cells) -> Estimate:
         factor = prior_factor(cells.unit_prior)
-        results = [annealed_log_expectation(np.sqrt(cells.amplitude[b]) * factor, mean_route_log_likelihood,
-                                            args=(cells.C[b], cells.n), key=self.key, **self.options)
-                   for b in range(cells.size)]
+        results = [widened(annealed_log_expectation(
+            np.sqrt(cells.amplitude[b]) * factor, mean_route_log_likelihood, args=(cells.C[b], cells.n), key=self.key,
+            warn=False, **self.budget.plan(cells.n, cells.n, float(cells.C[b]))))
+            for b in range(cells.size)]
         return _from_annealing(results)
 
 

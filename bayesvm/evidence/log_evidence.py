@@ -256,7 +256,7 @@ def _normalization_estimate(cells: Cells, method: str, n_samples: int, random_st
                                        keep_particles=keep_particles)(cells).at(0)
     if not estimate.trusted:
         warnings.warn(_UNTRUSTED_NORMALIZATION[method].format(option=option, **estimate.diagnostics),
-                      EvidenceBudgetWarning if method == "annealed" else UntrustedEvidenceWarning,
+                      EvidenceBudgetWarning if method.startswith("annealed") else UntrustedEvidenceWarning,
                       stacklevel=stacklevel)
     return estimate
 
@@ -267,8 +267,8 @@ _UNTRUSTED_NORMALIZATION = {
                 "{ess:.1f} of {n_runs}), so the value is likely biased low and its error is that of a single run; "
                 "pass a larger evidence_budget (or call BayesianSVC.certify_evidence) to buy more work",
     "annealed-stand-in": "the tempered-SMC runs for ln N(D) over stand-in inputs disagree (effective number of runs "
-                         "{ess:.1f} of {n_runs}), so the value is biased low; pass {option}='annealed' (over the "
-                         "training inputs)",
+                         "{ess:.1f} of {n_runs}), so the value is likely biased low and its error is that of a single "
+                         "run; pass a larger evidence_budget, or {option}='annealed' (over the training inputs)",
     "ep": "EP for ln N(D) did not converge, so its value is unreliable; pass {option}='annealed' (the default)",
     "prior": "ln N(D) by plain prior sampling rests on {ess:.1f} effective draws of {n_samples}, so it is likely "
              "biased low by several nats; pass a larger n_samples or {option}='annealed' (the default)",
@@ -368,7 +368,7 @@ def evidences_at(data: TrainingData, C: float, kernel: Kernel, *, approximation:
         inputs = normalization_inputs(data.X, normalization_inputs_from, max_inputs=max_inputs,
                                       random_state=random_state)
         norm = _normalization_estimate(point_cells(inputs, kernel, C, n=data.X.shape[0]), normalization, n_samples,
-                                       random_state, stacklevel=5)
+                                       random_state, stacklevel=5, budget=budget)
     else:
         norm = _normalization_estimate(cells, normalization, n_samples, random_state, stacklevel=5, budget=budget)
     evidences = []

@@ -27,7 +27,7 @@ from .. import _linalg
 from .._precision import float64
 from .annealing import DEFAULT_MAX_SHRINKS, MAX_TEMPERATURES, AnnealingResult, annealed_log_expectation, product_route_log_likelihood
 
-__all__ = ["RANK_TOLERANCE", "ROLES", "EvidenceBudget", "budgeted_log_normalization", "prior_basis"]
+__all__ = ["RANK_TOLERANCE", "ROLES", "EvidenceBudget", "budgeted_log_normalization", "prior_basis", "widened"]
 
 #: what an estimate is for: the check at an answer (and any estimate at fixed hyperparameters), a search's anchor,
 #: or an anchor after a refinement found the path's anchors low (the anchors' runs, the check's moves)
@@ -169,7 +169,13 @@ def budgeted_log_normalization(factor, weights, C: float, *, budget: EvidenceBud
     result = annealed_log_expectation(chol, product_route_log_likelihood, args=(float(C), mask), key=key,
                                       stream=stream, keep_particles=keep_particles, move_last=move_last,
                                       warn=False, **plan)
-    result = dataclasses.replace(result, rank=dimension)
-    if not result.runs_agree:
-        result = dataclasses.replace(result, se=max(result.se, float(np.std(result.log_z_runs, ddof=1))))
-    return result
+    return widened(dataclasses.replace(result, rank=dimension))
+
+
+def widened(result: AnnealingResult) -> AnnealingResult:
+    """The estimate as a fixed budget reports it: where its runs disagree, with the standard deviation of the runs'
+    ln Z_r as its standard error (the mean then rests on one run or a few, biased low, and its delta-method error
+    says nothing); otherwise as it is."""
+    if result.runs_agree:
+        return result
+    return dataclasses.replace(result, se=max(result.se, float(np.std(result.log_z_runs, ddof=1))))

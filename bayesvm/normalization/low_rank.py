@@ -28,12 +28,8 @@ with w = m + S z, z ~ N(0, I),
     N(D) = E_z[ p(w) / q(w) ],  ln p(w) - ln q(w) = -|w|^2/2 + |z|^2/2 + ln|det S| + l(w),
 
 so the sampler only has to bridge EP's error, not the whole way from the
-prior to the posterior. Measured on adult at n = 5000, m = 200: at
-C = 0.3, k0 = 1000 annealing from the prior took 26 temperatures, its runs
-disagreed and it ended 266 nats below the EP-started value (-722.9 against
--456.4 +- 0.1, 3 temperatures, runs agreeing; EP alone: -458.1); at
-C = 1, k0 = 100 both agreed (-634.3, 3 and 2 temperatures). Where EP does
-not converge the prior is the reference.
+prior to the posterior, where runs from the prior can disagree by hundreds of nats at large amplitudes
+(documentation: large data). Where EP does not converge the prior is the reference.
 
 Along a search, :class:`LowRankNormalizationPath` reweights an anchor's
 particles w_s (the prior on w does not depend on the coordinates x, so they

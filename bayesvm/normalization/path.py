@@ -82,9 +82,8 @@ __all__ = [
 
 #: relative jitters tried, in order, for the Cholesky factor of the prior
 _JITTERS = (0.0, 1e-13, 1e-11, 1e-9, 1e-7)
-#: re-anchor when the reweighted particles' effective sample size falls below this fraction. Measured at 0.1: a
-#: fifth fewer anchors but 11% more evaluations and twice the refinements (the reweighted value's error about doubles
-#: below a quarter), and no faster over 36 fits at 400 rows (documentation: speed, nineteenth session)
+#: re-anchor when the reweighted particles' effective sample size falls below this fraction: below a quarter the
+#: reweighted value's error about doubles, and a lower fraction was no faster (documentation: speed)
 MIN_ESS_FRACTION = 0.25
 #: an anchor's share of the blend of the anchors that serve a point rises from 0 at ``MIN_ESS_FRACTION`` to 1 at
 #: this effective sample size (as a fraction of its particles): :func:`_blended`
@@ -95,8 +94,7 @@ _MAX_ANCHOR_DISTANCE = 1.0
 #: an anchor serves every point this close to its own (largest coordinate difference, in log units) whatever its
 #: weights: tempered SMC there would repeat the anchor's own random numbers and verdict (an anchor whose runs disagree
 #: has weights too uneven to serve by the rule above), and reweighting over such a step shifts ln f by about 1e-6
-#: times its derivative, far below the estimate's error. Measured: a search on synth (400 rows) annealed again at
-#: three points within 7e-7 of an anchor whose runs had disagreed, 1.1 s each (documentation: speed, fifteenth session)
+#: times its derivative, far below the estimate's error
 _SAME_POINT = 1e-6
 
 
@@ -480,7 +478,7 @@ def _blended(served: list[tuple[_Anchor, _Reweighted, float]], min_fraction: flo
     With anchor i's estimate v_i (:func:`_path_estimate`) and share t_i (:func:`_blend_share`), anchor i takes
     w_i = t_i prod_{j<i} (1 - t_j) and V = sum_i w_i v_i / W, W = sum_i w_i = 1 - prod_i (1 - t_i) (one anchor:
     V = v_1). An anchor's weight falls to 0 where it stops serving, so V does not jump there as switching to the
-    next anchor did (a line search then bisected onto the jump: documentation, speed, nineteenth session); in a
+    next anchor did (a line search then bisects onto the jump); in a
     fixed order (not by distance) so that no tie between anchors moves it either. The gradient is exact:
     sum_i (w_i / W) dv_i plus sum_k dV/dt_k dt_k, with dt_k = ESS_k / (S_k (t_full - t_min)) d ln ESS_k on the
     ramp. The standard errors combine as independent: sqrt(sum_i (w_i / W)^2 se_i^2).

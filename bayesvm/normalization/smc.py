@@ -85,10 +85,8 @@ def _systematic_resample(key: Array, log_weights: Array) -> Array:
 
 #: a slice move's shrinkage loop runs over all R N particles until at most the first of these shares of them is left
 #: unaccepted, then over those alone (gathered) until at most the second share is left, then over those until every
-#: one is accepted. At 400 pima rows (16 runs of 128 particles, 32 moves per temperature) one ln N(D) took 13.7 s
-#: in lockstep, 10.3-10.5 s with one smaller buffer (a quarter), 9.9-10.1 s with a quarter and a sixteenth, 9.0-9.3 s
-#: with a half and a sixth to a tenth (or two thirds and a fifth), 9.1 s with three; each buffer's loop is another
-#: copy of the likelihood's program to compile
+#: one is accepted: a third faster than the lockstep loop, while each buffer's loop is another copy of the
+#: likelihood's program to compile (documentation: speed)
 STRAGGLER_SHARES = (1 / 2, 1 / 8)
 
 
@@ -110,8 +108,8 @@ def _elliptical_slice(key, theta, ll, beta, chol, loglik, max_shrinks: int, guid
 
     Every particle draws its uniforms (slice level, first angle, one per shrinkage) up front, so its path does
     not depend on the others, and the moves are exactly those of a loop over all of them in lockstep. That loop
-    would run until the slowest is accepted (at 400 pima rows 5.6 evaluations per move on average, but 14, the
-    cap, nearly every time); here the particles still unaccepted are gathered into smaller buffers as they
+    would run until the slowest is accepted (about 6 evaluations per move on average, but the cap nearly every
+    time); here the particles still unaccepted are gathered into smaller buffers as they
     become few (:data:`STRAGGLER_SHARES`).
     """
     R, N, M = theta.shape
