@@ -101,22 +101,41 @@ def test_the_low_rank_basis_keeps_every_latent_within_its_tolerance_and_matches_
 
 
 def test_where_the_budget_runs_out_the_estimate_says_so_and_widens_its_error():
-    """A hard point at a tiny budget: the runs disagree, the estimate is untrusted, its error is the spread of a
-    single run (not the mean's), and the public entry point warns with EvidenceBudgetWarning naming the remedy."""
-    X = np.random.default_rng(0).uniform(size=(80, 1))
-    kernel, c = RBF(length_scale=0.05, amplitude=1000.0, offset=1000.0), 0.3
-    with float64_scope():
-        result = budgeted_log_normalization(prior_basis(np.asarray(kernel(X))), np.ones(80), c,
-                                            budget=EvidenceBudget(scale=0.2, n_particles=8), key=0)
-    assert not result.runs_agree
-    assert result.se == pytest.approx(np.std(result.log_z_runs, ddof=1))
+    """A hard point at a tiny budget (a large C with a small amplitude: the tempered target sits far from the
+    prior, and EP's Gaussian does not settle it either): the runs disagree, the estimate is untrusted, its error is
+    the spread of a single run (not the mean's), and the public entry point warns with EvidenceBudgetWarning naming
+    the remedy."""
     from bayesvm.datasets import load_breast_cancer
 
-    X = load_breast_cancer().X[:150]  # a prior far wider than the margin: strongly correlated, two-moded latents
+    X = load_breast_cancer().X[:150]
+    kernel, c = RBF(length_scale=3.18, amplitude=2.64, offset=0.0563), 341.0
+    with float64_scope():
+        result = budgeted_log_normalization(prior_basis(np.asarray(kernel(X))), np.ones(150), c,
+                                            budget=EvidenceBudget(scale=0.2), key=0)
+    assert not result.runs_agree
+    assert result.se == pytest.approx(np.std(result.log_z_runs, ddof=1))
+    assert result.likelihood_evaluations <= EvidenceBudget(scale=0.2).ceiling(result.rank, 150, c)
     with pytest.warns(bayesvm.EvidenceBudgetWarning, match="evidence_budget"):
-        estimate = bayesvm.log_normalization(kernel=RBF(length_scale=5.0, amplitude=1000.0, offset=1000.0), C=0.3,
-                                             n=150, inputs=X, evidence_budget=0.2)
+        estimate = bayesvm.log_normalization(kernel=kernel, C=c, n=150, inputs=X, evidence_budget=0.2)
     assert not estimate.trusted and estimate.se > 0.3
+
+
+def test_where_the_prior_started_runs_disagree_the_check_takes_eps_gaussian_as_its_start():
+    """A large amplitude and offset at a small C (the latents' common shift two-moded), at a fifth of the default
+    moves: from the prior the runs disagree, from EP's Gaussian they agree, and the estimate is that route's; both
+    routes' work is counted (the prior route alone: the same plan and random numbers, as a refined anchor of 16
+    runs)."""
+    from bayesvm.datasets import load_breast_cancer
+
+    X = load_breast_cancer().X[:150]
+    factor = prior_basis(np.asarray(RBF(length_scale=5.0, amplitude=1000.0, offset=1000.0)(X)))
+    with float64_scope():
+        prior_only = budgeted_log_normalization(factor, np.ones(150), 0.3, role="refined anchor", key=0,
+                                                budget=EvidenceBudget(scale=0.2, anchor_runs=16))
+        check = budgeted_log_normalization(factor, np.ones(150), 0.3, key=0, budget=EvidenceBudget(scale=0.2))
+    assert not prior_only.runs_agree and check.runs_agree
+    assert check.value > prior_only.value - 1.0  # the prior route is biased low, not high
+    assert check.likelihood_evaluations > prior_only.likelihood_evaluations
 
 
 def test_the_stand_in_route_takes_moves_for_its_exponent_and_lands_near_a_long_reference():

@@ -145,7 +145,10 @@ class AnnealingResult:
     n_particles, n_runs, n_mcmc_steps
         The settings used.
     n_moves
-        Slice moves made per particle, summed over the runs (``likelihood_evaluations`` counts the work).
+        Slice moves made per particle, summed over the runs.
+    likelihood_evaluations
+        The work: likelihood evaluations of every particle of every run (N per run at beta = 0 and N x
+        ``mean_slice_evaluations`` per slice move), summed over whatever the estimate was made of.
     rank
         The number of latent directions sampled (the columns of the prior's factor before padding), where the
         caller recorded it.
@@ -175,18 +178,13 @@ class AnnealingResult:
     n_mcmc_steps: int
     guided: bool = False
     n_moves: int = 0
+    likelihood_evaluations: int = 0
     rank: int | None = None
     particles: Array | None = dataclasses.field(default=None, repr=False, compare=False)
 
     @property
     def runs_agree(self) -> bool:
         return enough_effective_runs(self.ess, self.n_runs)
-
-    @property
-    def likelihood_evaluations(self) -> int:
-        """The likelihood evaluations the runs made: N per run at beta = 0 and
-        N x ``mean_slice_evaluations`` per slice move."""
-        return int(round(self.n_particles * (self.n_runs + self.n_moves * self.mean_slice_evaluations)))
 
     @property
     def trusted(self) -> bool:
@@ -386,7 +384,8 @@ def annealed_log_expectation(
         slice_evals=evals / n_moves, stuck=stuck / n_moves,
         n_particles=settings["n_particles"], n_mcmc_steps=settings["n_mcmc_steps"], guided=guide is not None,
     )
-    result = dataclasses.replace(result, n_moves=int(n_moves))
+    result = dataclasses.replace(result, n_moves=int(n_moves),
+                                 likelihood_evaluations=int(round(settings["n_particles"] * (settings["n_runs"] + evals))))
     if warn and not result.runs_agree:
         warnings.warn(
             f"the {result.n_runs} annealing runs disagree (ln Z_r spread {np.std(log_z):.2g} nats, effective number "

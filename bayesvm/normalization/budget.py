@@ -4,7 +4,8 @@ ln N(D) = ln E_{theta ~ N(0, K)}[prod_u nu(theta_u)^{m_u}] over the distinct tra
 m_u (duplicate rows share one latent, so collapsing them is exact) is estimated by tempered SMC
 (:func:`bayesvm.normalization.annealing.annealed_log_expectation`) with a budget that :class:`EvidenceBudget`
 fixes from the number of points, the dimension of the integral and C before the sampler starts: R runs of N
-particles, a number of slice moves per temperature and a cap on the temperatures. The sampler never does more than
+particles, a number of slice moves per temperature and a cap on the temperatures; at a check, where the runs from
+the prior disagree, one second route of the same size from EP's Gaussian. The sampler never does more than
 :meth:`EvidenceBudget.ceiling` likelihood evaluations. Where the runs have not agreed when the budget is spent, the
 value (biased low) comes back with the spread of a single run as its standard error and ``runs_agree`` False, for
 the caller to warn with :class:`bayesvm.EvidenceBudgetWarning`; a larger ``scale`` (the user's
@@ -27,11 +28,15 @@ from .. import _linalg
 from .._precision import float64
 from .annealing import DEFAULT_MAX_SHRINKS, MAX_TEMPERATURES, AnnealingResult, annealed_log_expectation, product_route_log_likelihood
 
-__all__ = ["RANK_TOLERANCE", "ROLES", "EvidenceBudget", "budgeted_log_normalization", "prior_basis", "widened"]
+__all__ = ["LOW_RANK_SHARE", "RANK_TOLERANCE", "ROLES", "EvidenceBudget", "budgeted_log_normalization", "prior_basis", "widened"]
 
 #: what an estimate is for: the check at an answer (and any estimate at fixed hyperparameters), a search's anchor,
 #: or an anchor after a refinement found the path's anchors low (the anchors' runs, the check's moves)
 ROLES = ("check", "anchor", "refined anchor")
+
+#: the low-rank basis is sampled where its rank is at most this share of the inputs: there it at least halves a
+#: move's work; above it the square factor shares the search anchors' compiled sampler, a compilation saved
+LOW_RANK_SHARE = 0.5
 
 #: the largest standard deviation, in units of the margin |theta| = 1, that the low-rank basis may drop from any
 #: latent: a thousandth of the width over which nu changes
@@ -97,11 +102,12 @@ class EvidenceBudget:
                 "temperature_cap": self.max_temperatures(n, C), "max_shrinks": self.max_shrinks}
 
     def ceiling(self, dimension: int, n: float, C: float, role: str = "check") -> int:
-        """The most likelihood evaluations one estimate can make: R N (1 + T moves (max_shrinks + 1)), each of
-        O(M r) work (M distinct inputs, r the basis' rank)."""
+        """The most likelihood evaluations one estimate can make: R N (1 + T moves (max_shrinks + 1)) per route,
+        each of O(M r) work (M distinct inputs, r the basis' rank); the check has two routes
+        (:func:`budgeted_log_normalization`), an anchor one."""
         plan = self.plan(dimension, n, C, role)
         per_particle = 1 + plan["temperature_cap"] * plan["n_mcmc_steps"] * (plan["max_shrinks"] + 1)
-        return plan["n_runs"] * plan["n_particles"] * per_particle
+        return (2 if role == "check" else 1) * plan["n_runs"] * plan["n_particles"] * per_particle
 
 
 def _check_role(role: str) -> None:
@@ -115,9 +121,9 @@ def prior_basis(K, tolerance: float = RANK_TOLERANCE) -> np.ndarray:
 
     The eigen-factor V_r diag(sqrt(lambda_r)) of the r leading eigen-pairs, with r the smallest rank at which
     the variance dropped from every latent, sum_{j > r} lambda_j V_ij^2, is at most ``tolerance``^2 (the
-    residual's standard deviation at most ``tolerance`` in units of the margin). Where that needs more than half the
-    full rank, the Cholesky factor (exact, and cheaper to build) is returned instead
-    (:func:`bayesvm._linalg.psd_factor`).
+    residual's standard deviation at most ``tolerance`` in units of the margin). Where r exceeds
+    :data:`LOW_RANK_SHARE` of M, the square factor of :func:`bayesvm._linalg.psd_factor` (Cholesky where K is
+    positive definite) instead.
     """
     K = np.asarray(K, dtype=np.float64)
     eigenvalues, vectors = np.linalg.eigh(0.5 * (K + K.T))
@@ -126,6 +132,8 @@ def prior_basis(K, tolerance: float = RANK_TOLERANCE) -> np.ndarray:
     contributions = eigenvalues[None, :] * vectors**2
     dropped = np.concatenate([np.cumsum(contributions[:, ::-1], axis=1)[:, ::-1], np.zeros((K.shape[0], 1))], axis=1)
     rank = max(1, int(np.argmax(np.max(dropped, axis=0) <= tolerance**2)))
+    if rank > LOW_RANK_SHARE * K.shape[0]:
+        return _linalg.psd_factor(K)
     return vectors[:, :rank] * np.sqrt(eigenvalues[:rank])
 
 
@@ -150,13 +158,21 @@ def budgeted_log_normalization(factor, weights, C: float, *, budget: EvidenceBud
     factor: S (M, D), a square-root factor of the prior covariance of the distinct inputs (:func:`prior_basis`,
     or a Cholesky factor); weights: (M,) their multiplicities, 0 at padding entries (which then take no part).
     The factor is padded to :func:`bayesvm._linalg.problem_size` (M) (:func:`padded_basis`); the moves per
-    temperature follow the integral's dimension, min(D, the entries of positive weight). Where the runs disagree,
-    ``se`` is the standard deviation of the runs' ln Z_r (the mean then rests on one run or a few, and is biased
-    low). ``keep_particles``: the particles theta (R, N, size) over the padded inputs (moved once more at beta = 1
-    with ``move_last``, otherwise as the last resampling left them). ``role``: what the estimate is for
-    (:data:`ROLES`, :meth:`EvidenceBudget.plan`). The result's ``likelihood_evaluations`` is at
-    most ``budget.ceiling``; its ``rank`` is D.
+    temperature follow the integral's dimension, min(D, the entries of positive weight). ``role``: what the
+    estimate is for (:data:`ROLES`, :meth:`EvidenceBudget.plan`).
+
+    Tempered SMC starts from the prior. For the check (``role="check"``), where those runs disagree, a second
+    route of the same plan starts from EP's Gaussian of the latents
+    (:func:`bayesvm.normalization.ep_started.annealed_from_ep`), which bridges only EP's error and settles where
+    the prior's runs cannot (a large amplitude or offset, or a tiny amplitude with a large C); both are unbiased
+    for N(D), so the route whose runs agree is kept, else the higher value (disagreeing runs are biased low). At
+    most two routes: the work is at most :meth:`EvidenceBudget.ceiling`. Where the kept runs disagree, ``se`` is
+    the spread of a single run (:func:`widened`). ``keep_particles``: the particles theta (R, N, size) over the
+    padded inputs (moved once more at beta = 1 with ``move_last``, otherwise as the last resampling left them).
+    The result's ``rank`` is D; its ``likelihood_evaluations`` count both routes' work.
     """
+    from .ep_started import annealed_from_ep
+
     factor = np.asarray(factor, dtype=np.float64)
     weights = np.asarray(weights, dtype=np.float64)
     M, D = factor.shape
@@ -166,9 +182,14 @@ def budgeted_log_normalization(factor, weights, C: float, *, budget: EvidenceBud
     mask[:M] = weights
     dimension = min(D, int(np.count_nonzero(weights)))
     plan = budget.plan(dimension, float(np.sum(weights)), float(C), role)
-    result = annealed_log_expectation(chol, product_route_log_likelihood, args=(float(C), mask), key=key,
-                                      stream=stream, keep_particles=keep_particles, move_last=move_last,
-                                      warn=False, **plan)
+    options = {"key": key, "stream": stream, "keep_particles": keep_particles, "move_last": move_last, "warn": False}
+    result = annealed_log_expectation(chol, product_route_log_likelihood, args=(float(C), mask), **options, **plan)
+    if role == "check" and not result.runs_agree:
+        square = np.pad(chol, ((0, 0), (0, size - chol.shape[1])))  # the same theta, one weight per latent
+        started, _ = annealed_from_ep(square, float(C), mask, **options, **plan)
+        work = result.likelihood_evaluations + started.likelihood_evaluations
+        kept = started if started.runs_agree or started.value > result.value else result
+        result = dataclasses.replace(kept, likelihood_evaluations=work)
     return widened(dataclasses.replace(result, rank=dimension))
 
 

@@ -82,10 +82,11 @@ def annealed_from_ep(chol, C: float, mask=None, *, key=0, start: WeightGaussian 
                      **options) -> tuple[AnnealingResult, WeightGaussian]:
     """ln N(D) = ln E_{w ~ N(0, I)}[prod_i nu((chol w)_i)] by tempered SMC from EP's Gaussian of w.
 
-    chol: the prior's square-root factor (M, M), padded or not; mask: 0/1 per latent, 1 for the training
-    points (default all), the padding's independent N(0, 1) latents out of the product and flat in EP;
+    chol: the prior's square-root factor (M, M), padded or not; mask: a weight per latent (the multiplicity of
+    its input, default 1; 0 leaves the padding's independent N(0, 1) latents out of the product, and flat in EP);
     ``start``: :func:`ep_weight_gaussian` (chol, C, mask) where the caller has it already.
-    ``options`` go to :func:`bayesvm.normalization.annealing.annealed_log_expectation`; the particles (``keep_particles``) are z, w = mean + z scale^T with the returned Gaussian.
+    ``options`` go to :func:`bayesvm.normalization.annealing.annealed_log_expectation`; the particles
+    (``keep_particles``) are theta = chol (m + S z), (R, N, M).
     """
     chol = as_float64(chol)
     size = chol.shape[0]
@@ -95,6 +96,6 @@ def annealed_from_ep(chol, C: float, mask=None, *, key=0, start: WeightGaussian 
         ep_started_factor(start, chol), ep_started_log_likelihood,
         args=(start.mean, start.log_det_scale, chol @ start.mean, C, mask), key=key, **options,
     )
-    if result.particles is not None:
-        result = dataclasses.replace(result, particles=result.particles[..., :size])
+    if result.particles is not None:  # the images (z, S z, L S z): theta = L m + L S z
+        result = dataclasses.replace(result, particles=chol @ start.mean + result.particles[..., 2 * size:])
     return result, start
