@@ -26,8 +26,7 @@ Programs that a fit runs only a few times (the MAP SVM's solver, EP's
 posterior at the answer, the predictions; ``jit(..., rarely_run=True)``)
 take :data:`RARELY_RUN_COMPILER_OPTIONS` instead, LLVM's level 0: they
 compile about three times faster and run somewhat slower, which a fit pays
-once or twice. So do the programs of an escalated ln N(D) (EP's Gaussian for
-the guide, its slice guide, the quadrature's split of the prior). The
+once or twice. So does EP's Gaussian for the second route of a check's ln N(D). The
 programs the search runs at every step (EP with its gradient, the sampler,
 the path's reweighting) keep level 1: at level 0 a warm fit took more than
 twice as long. The rarely run programs take level 0 up to 512 points

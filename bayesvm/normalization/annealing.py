@@ -64,7 +64,7 @@ from .._precision import as_float64, float64
 from .._validation import check_count, check_inputs, check_kernel, check_labels, check_positive
 from ..kernels import Kernel, gram_matrix
 from ..model import hinge, log_kappa, log_nu
-from .smc import SliceGuide, smc_runs
+from .smc import smc_runs
 
 Array = jax.Array
 
@@ -152,9 +152,6 @@ class AnnealingResult:
     rank
         The number of latent directions sampled (the columns of the prior's factor before padding), where the
         caller recorded it.
-    guided
-        Whether the slice moves went round a guide (:class:`bayesvm.normalization.smc.SliceGuide`) instead of
-        the prior.
     particles
         With ``keep_particles``: the final particles (R, N, M); otherwise None.
     runs_agree
@@ -176,7 +173,6 @@ class AnnealingResult:
     n_particles: int
     n_runs: int
     n_mcmc_steps: int
-    guided: bool = False
     n_moves: int = 0
     likelihood_evaluations: int = 0
     rank: int | None = None
@@ -294,7 +290,6 @@ def annealed_log_expectation(
     max_shrinks: int = DEFAULT_MAX_SHRINKS,
     keep_particles: bool = False,
     move_last: bool = True,
-    guide: SliceGuide | None = None,
     stream: int = 0,
     temperature_cap: int | None = None,
     warn: bool = True,
@@ -347,9 +342,6 @@ def annealed_log_expectation(
         With ``keep_particles``: False returns them as the last resampling left them, without those moves (no
         extra work, but with duplicates: for a caller that moves them itself only where it uses them,
         :func:`bayesvm.normalization.smc.moves_at_target`). No value depends on it.
-    guide
-        A :class:`bayesvm.normalization.smc.SliceGuide` over z (D entries each): the slice moves go round it
-        instead of the prior (EP's Gaussian, :func:`bayesvm.normalization.ep_started.ep_slice_guide`).
     """
     chol = as_float64(chol)
     if chol.ndim != 2 or chol.shape[0] < chol.shape[1] or chol.shape[1] == 0:
@@ -357,18 +349,13 @@ def annealed_log_expectation(
     if not callable(log_likelihood):
         raise ValueError("log_likelihood must be a callable log_likelihood(theta, *args) -> scalar")
     settings = _sampler_settings(n_particles, n_runs, n_mcmc_steps, target_ess, max_temperatures, max_shrinks)
-    if guide is not None:
-        guide = SliceGuide(*(jnp.asarray(a, dtype=jnp.float64) for a in guide))
-        if any(a.shape != (chol.shape[1],) for a in guide) or not bool(jnp.all(guide.excess_precision >= 0)):
-            raise ValueError(f"a slice guide needs a non-negative excess precision and a shift of {chol.shape[1]} "
-                             f"entries each (one per column of chol); got shapes {[a.shape for a in guide]}")
     schedule = _padded_schedule(temperatures, settings["max_temperatures"])
     args = tuple(np.asarray(a, dtype=np.float64) for a in args)  # host-side: no program to convert them
     batch = runs_per_program(settings["n_runs"])
     n_batches = settings["n_runs"] // batch
     key = as_key(key)
     batches = [smc_runs(log_likelihood, chol, key, args, schedule, np.asarray(temperatures is None),
-                        move_last=np.asarray(keep_particles and move_last), guide=guide,
+                        move_last=np.asarray(keep_particles and move_last),
                         batch=np.int32(stream * n_batches + index),
                         temperature_cap=np.int32(min(settings["max_temperatures"],
                                                      temperature_cap or settings["max_temperatures"])),
@@ -382,7 +369,7 @@ def annealed_log_expectation(
     result = _summarise(
         log_z, steps=steps, schedule=schedule, min_ess=float(np.min(min_ess)),
         slice_evals=evals / n_moves, stuck=stuck / n_moves,
-        n_particles=settings["n_particles"], n_mcmc_steps=settings["n_mcmc_steps"], guided=guide is not None,
+        n_particles=settings["n_particles"], n_mcmc_steps=settings["n_mcmc_steps"],
     )
     result = dataclasses.replace(result, n_moves=int(n_moves),
                                  likelihood_evaluations=int(round(settings["n_particles"] * (settings["n_runs"] + evals))))
@@ -476,8 +463,7 @@ def mean_of_runs(log_z) -> tuple[float, float, float]:
     return value, se, float(np.sum(ratio) ** 2 / np.sum(ratio**2))
 
 
-def _summarise(log_z, *, steps, schedule, min_ess, slice_evals, stuck, n_particles, n_mcmc_steps,
-               guided: bool) -> AnnealingResult:
+def _summarise(log_z, *, steps, schedule, min_ess, slice_evals, stuck, n_particles, n_mcmc_steps) -> AnnealingResult:
     """Combine R runs: ln mean Z_r, its delta-method error, effective number of runs."""
     value, se, ess = mean_of_runs(log_z)
     return AnnealingResult(
@@ -493,7 +479,6 @@ def _summarise(log_z, *, steps, schedule, min_ess, slice_evals, stuck, n_particl
         n_particles=n_particles,
         n_runs=int(np.shape(log_z)[0]),
         n_mcmc_steps=n_mcmc_steps,
-        guided=guided,
     )
 
 

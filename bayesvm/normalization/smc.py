@@ -25,28 +25,7 @@ from ..compilation import jit
 
 Array = jax.Array
 
-__all__ = ["SliceGuide", "moves_at_target", "smc_runs"]
-
-
-class SliceGuide(NamedTuple):
-    """A Gaussian the slice moves go round in place of the prior N(0, I) of the whitened draws z.
-
-    At temperature beta it is N(mean, diag(1 / precision)) with precision = 1 + beta^2 ``excess_precision`` and
-    mean = beta^2 ``shift`` / precision (D each, ``excess_precision`` >= 0): the prior at beta = 0, a Gaussian fitted
-    to the target at beta = 1, and never wider than the prior in between. Elliptical slice sampling round any
-    Gaussian g leaves the target pi invariant when its likelihood is pi / g (Murray, Adams & MacKay 2010,
-    section 2; Nishihara, Murray & Adams 2014), so the guide changes how far a move carries a particle, not what it
-    samples; it is built from EP's Gaussian in :func:`bayesvm.normalization.ep_started.ep_slice_guide`.
-    """
-
-    excess_precision: Array
-    shift: Array
-
-    def at(self, beta: Array) -> tuple[Array, Array]:
-        """(precision, mean), each (R, D), at the temperatures beta (R,)."""
-        tempered = jnp.square(beta)[:, None]
-        precision = 1.0 + tempered * self.excess_precision
-        return precision, tempered * self.shift / precision
+__all__ = ["moves_at_target", "smc_runs"]
 
 
 def _ess_fraction(log_weights: Array) -> Array:
@@ -90,7 +69,7 @@ def _systematic_resample(key: Array, log_weights: Array) -> Array:
 STRAGGLER_SHARES = (1 / 2, 1 / 8)
 
 
-def _elliptical_slice(key, theta, ll, beta, chol, loglik, max_shrinks: int, guide: SliceGuide | None = None):
+def _elliptical_slice(key, theta, ll, beta, chol, loglik, max_shrinks: int):
     """One elliptical slice move (Murray, Adams & MacKay 2010) of every particle.
 
     Target N(theta; 0, chol chol^T) exp(beta L(theta)); theta has shape (R, N, M) with chol (M, D), D <= M (a tall
@@ -98,9 +77,6 @@ def _elliptical_slice(key, theta, ll, beta, chol, loglik, max_shrinks: int, guid
     ll = L(theta) shape (R, N), beta shape (R,); ``loglik`` maps (P, M) to (P,). The ellipse
     theta cos(phi) + nu sin(phi), nu = chol w, keeps the prior invariant; the
     bracket on phi shrinks towards 0 until beta L exceeds the slice level.
-    With a ``guide`` the particles are (z, chol z), shape (R, N, D + M), and the ellipse goes round the guide's
-    Gaussian g of z: c + (x - c) cos(phi) + nu sin(phi), c = (mean, chol mean), nu = (v, chol v), v ~ g - mean,
-    and the slice is on beta L + ln N(z; 0, I) - ln g(z).
     After ``max_shrinks`` shrinkages without acceptance the particle stays put:
     the shrinkage sequence from x to x' and back has the same length, so the
     truncated kernel is still reversible. Returns the new theta, ll, the
@@ -118,24 +94,19 @@ def _elliptical_slice(key, theta, ll, beta, chol, loglik, max_shrinks: int, guid
     w = jax.random.normal(k_nu, (R, N, D), theta.dtype)
     # uniforms for the slice level, the first angle and every shrinkage, in one draw
     u = jax.random.uniform(k_u, (max_shrinks + 2, R * N), ll.dtype)
-    if guide is None:
-        z, ll = None, ll.reshape(R * N)
-        theta, nu, terms = theta.reshape(R * N, M), (w @ chol.T).reshape(R * N, M), ()
-    else:
-        z, theta, ll, nu, terms = _guide_terms(guide, beta, w, theta, ll, chol)
+    ll = ll.reshape(R * N)
+    theta, nu = theta.reshape(R * N, M), (w @ chol.T).reshape(R * N, M)
     beta = jnp.repeat(beta, N)
-    level = _log_target(ll, beta, jnp.zeros_like(ll), terms) + jnp.log(u[0])
+    level = beta * ll + jnp.log(u[0])
     phi = 2.0 * jnp.pi * u[1]
 
     def propose(fixed, c):
         # evaluate the angle phi, accept it or shrink the bracket towards 0 and redraw
-        theta, nu, beta, level, u, terms = fixed
+        theta, nu, beta, level, u = fixed
         i, new, new_ll, done, phi, lo, hi, evals = c
         cand = theta * jnp.cos(phi)[:, None] + nu * jnp.sin(phi)[:, None]
-        if terms:  # the ellipse goes round the guide's mean, whose image is the first term
-            cand = cand + terms[0]
         cand_ll = loglik(cand)
-        accept = ~done & (_log_target(cand_ll, beta, phi, terms) > level)
+        accept = ~done & (beta * cand_ll > level)
         new = jnp.where(accept[:, None], cand, new)
         new_ll = jnp.where(accept, cand_ll, new_ll)
         evals = evals + ~done
@@ -157,47 +128,11 @@ def _elliptical_slice(key, theta, ll, beta, chol, loglik, max_shrinks: int, guid
         left = shrink(fixed_left, (carry[0], *carry_left), buffers[1:])
         return (left[0], *jax.tree.map(lambda a, b: a.at[idx].set(b), carry[1:], left[1:]))
 
-    current = theta if guide is None else theta + terms[0]
-    fixed = (theta, nu, beta, level, u.T, terms)
-    carry = (0, current, ll, jnp.zeros(ll.shape, bool), phi, phi - 2.0 * jnp.pi, phi, jnp.zeros_like(ll))
+    fixed = (theta, nu, beta, level, u.T)
+    carry = (0, theta, ll, jnp.zeros(ll.shape, bool), phi, phi - 2.0 * jnp.pi, phi, jnp.zeros_like(ll))
     buffers = tuple(sorted({int(R * N * share) for share in STRAGGLER_SHARES} - {0}, reverse=True))
     _, new, new_ll, done, phi, _, _, evals = shrink(fixed, carry, buffers)
-    if guide is not None:  # z moves along its own ellipse to the accepted angle (and stays where none was)
-        mean, offset, draw = z
-        moved = mean + offset * jnp.cos(phi)[:, None] + draw * jnp.sin(phi)[:, None]
-        new = jnp.concatenate([jnp.where(done[:, None], moved, offset + mean), new], -1)
     return new.reshape(R, N, -1), new_ll.reshape(R, N), evals.reshape(R, N), done.reshape(R, N)
-
-
-def _guide_terms(guide: SliceGuide, beta: Array, w: Array, particles: Array, ll: Array, chol: Array):
-    """A guided move's ellipse, flattened over the R N particles (z, theta) = ``particles`` at the runs'
-    temperatures beta (R,): z = mean + offset cos(phi) + draw sin(phi), draw = w / sqrt(precision), theta its image
-    centre + (theta - centre) cos(phi) + (chol draw) sin(phi). Along it ln N(z; 0, I) - ln g(z) is a trigonometric
-    quadratic in phi whose six coefficients (:func:`_log_target`) are computed here, once per move, so that each
-    slice evaluation costs O(M) on theta alone. Returns (mean, offset, draw), the centred theta, ll, chol draw
-    and the terms (centre, coefficients)."""
-    R, N, D = w.shape
-    precision, mean = (jnp.repeat(a, N, 0) for a in guide.at(beta))
-    z, theta = particles[..., :D].reshape(R * N, D), particles[..., D:].reshape(R * N, -1)
-    draw = (w.reshape(R * N, D)) / jnp.sqrt(precision)
-    offset, centre = z - mean, mean @ chol.T
-    excess = precision - 1.0
-    coefficients = tuple(jnp.sum(a, -1) for a in (
-        excess * offset * offset, excess * draw * draw, excess * offset * draw, mean * offset, mean * draw,
-        mean * mean))
-    return (mean, offset, draw), theta - centre, ll.reshape(R * N), draw @ chol.T, (centre, coefficients)
-
-
-def _log_target(ll: Array, beta: Array, phi: Array, terms: tuple) -> Array:
-    """The slice's log density at angle phi: beta L, and with a guide ln N(z; 0, I) - ln g(z) + const, which along
-    the ellipse of :func:`_guide_terms` is (c^2 k_aa + s^2 k_bb + 2 c s k_ab - k_mm - 2 c k_ma - 2 s k_mb) / 2 with
-    c = cos(phi), s = sin(phi), k_aa = sum (p - 1) a^2, k_bb = sum (p - 1) b^2, k_ab = sum (p - 1) a b,
-    k_ma = sum m a, k_mb = sum m b, k_mm = sum m^2 (p the guide's precision, m its mean, a the offset, b the draw)."""
-    if not terms:
-        return beta * ll
-    k_aa, k_bb, k_ab, k_ma, k_mb, k_mm = terms[1]
-    c, s = jnp.cos(phi), jnp.sin(phi)
-    return beta * ll + 0.5 * (c * c * k_aa + s * s * k_bb + 2.0 * c * s * k_ab - k_mm - 2.0 * c * k_ma - 2.0 * s * k_mb)
 
 
 class _SMCState(NamedTuple):
@@ -215,7 +150,7 @@ class _SMCState(NamedTuple):
     n_moves: Array  # moves made (R,)
 
 
-def _mutate(key, theta, ll, beta, chol, loglik, max_shrinks: int, n_steps: Array | int, guide: SliceGuide | None):
+def _mutate(key, theta, ll, beta, chol, loglik, max_shrinks: int, n_steps: Array | int):
     """``n_steps`` elliptical slice moves of every particle at temperature beta; with the mean likelihood
     evaluations per move and the share of moves that left a particle in place, summed over the steps, per run."""
     zeros = jnp.zeros(theta.shape[0], theta.dtype)
@@ -223,7 +158,7 @@ def _mutate(key, theta, ll, beta, chol, loglik, max_shrinks: int, n_steps: Array
     def move(i, m):
         theta, ll, evals, stuck = m
         theta, ll, n_eval, moved = _elliptical_slice(jax.random.fold_in(key, i), theta, ll, beta, chol, loglik,
-                                                     max_shrinks, guide)
+                                                     max_shrinks)
         return theta, ll, evals + jnp.mean(n_eval, -1), stuck + jnp.mean(~moved, -1)
 
     return jax.lax.fori_loop(0, n_steps, move, (theta, ll, zeros, zeros))
@@ -239,7 +174,7 @@ def moves_at_target(log_likelihood: Callable, chol: Array, key: Array, args: tup
     R, N, M = theta.shape
     loglik = jax.vmap(lambda t: log_likelihood(t, *args))
     ll = loglik(theta.reshape(R * N, M)).reshape(R, N)
-    return _mutate(key, theta, ll, jnp.ones(R, theta.dtype), chol, loglik, max_shrinks, n_mcmc_steps, None)[0]
+    return _mutate(key, theta, ll, jnp.ones(R, theta.dtype), chol, loglik, max_shrinks, n_mcmc_steps)[0]
 
 
 @jit(
@@ -266,7 +201,6 @@ def smc_runs(
     max_temperatures: int,
     max_shrinks: int,
     move_last: Array | bool = False,
-    guide: SliceGuide | None = None,
     batch: Array | int = 0,
     temperature_cap: Array | int = 2**30,
 ):
@@ -285,8 +219,6 @@ def smc_runs(
     likelihood may read linear images beside w itself. The ellipse is linear in w, so every image moves with it
     at O(M) per likelihood evaluation instead of a matrix product inside the likelihood (the EP-started route,
     :mod:`bayesvm.normalization.ep_started`, carries its whitened latents and two images of them this way).
-    With a ``guide`` (:class:`SliceGuide`) the moves go round it instead of the prior: the particles then carry
-    their whitened draws z beside theta = chol z, (R, N, D + M), of which the likelihood sees theta alone.
     ``temperature_cap`` (traced, at most ``max_temperatures``, the schedule's buffer) bounds the steps: a run that
     reaches it takes its last step to beta = 1 (every schedule gives an unbiased estimate; a coarse last step a
     noisier one), so the work is known before the run starts.
@@ -299,10 +231,10 @@ def smc_runs(
     loglik = jax.vmap(lambda theta: log_likelihood(theta, *args))
     init_key, loop_key = jax.random.split(jax.random.fold_in(key, batch))
     w = jax.random.normal(init_key, (R, N, chol.shape[1]), chol.dtype)
-    theta = w @ chol.T if guide is None else jnp.concatenate([w, w @ chol.T], -1)
+    theta = w @ chol.T
     schedule = jnp.full((R, max_temperatures + 1), jnp.nan, chol.dtype).at[:, 0].set(0.0)
     zeros = jnp.zeros(R, chol.dtype)
-    ll = loglik(theta[..., -M:].reshape(R * N, M)).reshape(R, N)
+    ll = loglik(theta.reshape(R * N, M)).reshape(R, N)
     state = _SMCState(0, theta, ll, zeros, zeros, schedule, jnp.ones(R), zeros, zeros, zeros)
 
     def unfinished(c: _SMCState):
@@ -329,7 +261,7 @@ def smc_runs(
         ll = jnp.take_along_axis(c.ll, idx, 1)
 
         def moves(theta, ll):
-            return _mutate(move_key, theta, ll, beta, chol, loglik, max_shrinks, n_mcmc_steps, guide)
+            return _mutate(move_key, theta, ll, beta, chol, loglik, max_shrinks, n_mcmc_steps)
 
         # after the last reweighting the moves only serve callers that keep the particles
         theta, ll, step_evals, step_stuck = jax.lax.cond(
@@ -352,4 +284,4 @@ def smc_runs(
     f = jax.lax.while_loop(unfinished, anneal, state)
     steps = jnp.sum(jnp.isfinite(f.schedule), -1) - 1
     totals = jnp.sum(f.evals), jnp.sum(f.stuck), jnp.sum(f.n_moves)
-    return f.log_z, steps, f.schedule, f.min_ess, *totals, f.beta, f.theta[..., -M:]
+    return f.log_z, steps, f.schedule, f.min_ess, *totals, f.beta, f.theta
