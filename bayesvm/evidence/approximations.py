@@ -284,7 +284,8 @@ class AnnealedNormalization:
     ``budget``'s plan for ``role`` (:class:`bayesvm.normalization.budget.EvidenceBudget`; a grid's screen takes
     the anchors' plan of a budget of its own): the estimate never runs past
     :meth:`~bayesvm.normalization.budget.EvidenceBudget.ceiling`, and where its runs disagree it comes back untrusted
-    with the spread of a single run as its standard error (:func:`bayesvm.normalization.budget.budgeted_log_normalization`).
+    with the spread of a single run as its standard error
+    (:func:`bayesvm.normalization.budget.budgeted_log_normalization`).
     ``diagnostics`` hold each cell's effective number of runs, its settings, its ``rank`` and
     ``likelihood_evaluations``. With ``keep_particles``, ``diagnostics["annealing"]`` holds each cell's
     :class:`~bayesvm.normalization.annealing.AnnealingResult` with its final particles theta (R, N, size) over the

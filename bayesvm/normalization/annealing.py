@@ -371,8 +371,8 @@ def annealed_log_expectation(
         slice_evals=evals / n_moves, stuck=stuck / n_moves,
         n_particles=settings["n_particles"], n_mcmc_steps=settings["n_mcmc_steps"],
     )
-    result = dataclasses.replace(result, n_moves=int(n_moves),
-                                 likelihood_evaluations=int(round(settings["n_particles"] * (settings["n_runs"] + evals))))
+    work = settings["n_particles"] * (settings["n_runs"] + evals)  # each particle at beta = 0, then every slice step
+    result = dataclasses.replace(result, n_moves=int(n_moves), likelihood_evaluations=int(round(work)))
     if warn and not result.runs_agree:
         warnings.warn(
             f"the {result.n_runs} annealing runs disagree (ln Z_r spread {np.std(log_z):.2g} nats, effective number "

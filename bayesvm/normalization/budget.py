@@ -26,9 +26,12 @@ import numpy as np
 
 from .. import _linalg
 from .._precision import float64
-from .annealing import DEFAULT_MAX_SHRINKS, MAX_TEMPERATURES, AnnealingResult, annealed_log_expectation, product_route_log_likelihood
+from .annealing import (DEFAULT_MAX_SHRINKS, MAX_TEMPERATURES, AnnealingResult, annealed_log_expectation,
+                        product_route_log_likelihood)
+from .ep_started import annealed_from_ep
 
-__all__ = ["LOW_RANK_SHARE", "RANK_TOLERANCE", "ROLES", "EvidenceBudget", "budgeted_log_normalization", "prior_basis", "widened"]
+__all__ = ["LOW_RANK_SHARE", "RANK_TOLERANCE", "ROLES", "EvidenceBudget", "budgeted_log_normalization", "prior_basis",
+           "widened"]
 
 #: what an estimate is for: the check at an answer (and any estimate at fixed hyperparameters), a search's anchor,
 #: or an anchor after a refinement found the path's anchors low (the anchors' runs, the check's moves)
@@ -171,8 +174,6 @@ def budgeted_log_normalization(factor, weights, C: float, *, budget: EvidenceBud
     padded inputs (moved once more at beta = 1 with ``move_last``, otherwise as the last resampling left them).
     The result's ``rank`` is D; its ``likelihood_evaluations`` count both routes' work.
     """
-    from .ep_started import annealed_from_ep
-
     factor = np.asarray(factor, dtype=np.float64)
     weights = np.asarray(weights, dtype=np.float64)
     M, D = factor.shape
