@@ -202,7 +202,7 @@ def _ard_kernel(args, n_features: int):
 
 
 def _selection_rows(args, X, y, source: str):
-    """--selection-size: the stratified subsample of the rows the search selects on (every row up to 500 with
+    """--selection-size: the stratified subsample of the rows the search selects on (every row up to 250 with
     'auto'), with the data's description saying so."""
     from ._validation import training_data
     from .exceptions import SubsampleWarning
@@ -438,7 +438,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "the full prior) or a number")
     select.add_argument("--selection-size", default="auto", metavar="N",
                         help="--method search: select on a stratified random subsample of N rows: 'auto' (default: "
-                             "every row up to 500, a subsample of 500 above), 'none' (every row) or a number")
+                             "every row up to 250, a subsample of 250 above), 'none' (every row) or a number")
     select.add_argument("--evidence-budget", type=float, default=1.0, metavar="B",
                         help="scale ln N(D)'s fixed work in the search and its check (default 1)")
     select.add_argument("--certify", action="store_true",

@@ -30,7 +30,7 @@ once or twice. So does EP's Gaussian for the second route of a check's ln N(D). 
 programs the search runs at every step (EP with its gradient, the sampler,
 the path's reweighting) keep level 1: at level 0 a warm fit took more than
 twice as long. The rarely run programs take level 0 up to 512 points
-(:data:`RARELY_RUN_MAX_ELEMENTS`; the default selects on 500 rows above
+(:data:`RARELY_RUN_MAX_ELEMENTS`; the default selects on 250 rows above
 that); on larger problems their slower runs would outweigh the compilation
 saved, so they keep XLA's defaults (documentation: speed).
 """

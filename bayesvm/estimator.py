@@ -18,9 +18,9 @@ order k0, and every averaged probability comes out near 1/2, while EP's
 posterior mean carries the scale the evidence chose (documentation:
 selection benchmark).
 
-Large training sets: above 500 rows (``selection_size="auto"``), or whenever
+Large training sets: above 250 rows (``selection_size="auto"``), or whenever
 ``selection_size`` is a number, the evidence and the hyperparameters it
-selects are computed on a stratified random subsample of 500 (or that many)
+selects are computed on a stratified random subsample of 250 (or that many)
 rows, and the posterior is then fitted on every row (theory: "Large data:
 selection on a subsample"). Each of the two uses the full prior up to 2000
 rows (``n_inducing="auto"``) and a low-rank prior through 200 k-means
@@ -95,8 +95,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         points, a low-rank prior through 200 k-means inducing inputs above),
         None (always the full prior) or a number of inducing inputs (module docstring). The selection on a
         subsample (``selection_size``) decides it for the subsample's rows, the posterior for all rows.
-    selection_size : ``"auto"`` (default: select on every row up to 500, on a stratified random subsample of
-        500 rows above), None (always every row) or a number of rows
+    selection_size : ``"auto"`` (default: select on every row up to 250, on a stratified random subsample of
+        250 rows above), None (always every row) or a number of rows
         (:mod:`bayesvm.selection.subsample`). The posterior is fitted on every row.
     random_state : int seed of the tempered-SMC estimates of ln N(D) and of the k-means inducing inputs.
     multiclass : k >= 3 classes only: ``"shared"`` (default: one set of

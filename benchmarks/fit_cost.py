@@ -19,6 +19,10 @@ one-hot columns, many duplicate rows), with each one's distinct rows and numeric
     python benchmarks/fit_cost.py --datasets led7digit haberman --splits 1
     python benchmarks/fit_cost.py --quick                  # one small set, one split
 
+``--log-evidence`` times :func:`bayesvm.log_evidence` alone instead, on every one of 560 rows of Ripley's synth.te at
+twelve settings (C 0.3 and 1, k0 = k_b of 1, 10 and 100, length scale 0.5 and 3), with whether each value is
+trusted and its work.
+
 Writes ``results/fit_cost.json`` (``--out``): one record per fit, and the summary against the targets of
 docs/speed.md.
 """
@@ -125,6 +129,34 @@ def run(names, splits: int, max_train: int, seed: int, options: dict) -> list[di
     return records
 
 
+def log_evidence_at_560(seed: int) -> dict:
+    """``log_evidence`` on 560 synth.te rows at the twelve settings of the module docstring: seconds, value, trust."""
+    import bayesvm
+    from bayesvm.datasets import load_dataset
+
+    X, y = load_dataset("synth_test", return_X_y=True)
+    X, y = X[:560], y[:560]
+    bayesvm.log_evidence(X[:100], y[:100], C=1.0, kernel=bayesvm.RBF())  # compile the small programs once
+    rows = []
+    for C in (0.3, 1.0):
+        for k0 in (1.0, 10.0, 100.0):
+            for length_scale in (0.5, 3.0):
+                kernel = bayesvm.RBF(amplitude=k0, offset=k0, length_scale=length_scale)
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    evidence, seconds = timed(bayesvm.log_evidence, X, y, C=C, kernel=kernel, random_state=seed)
+                rows.append({"C": C, "k0": k0, "length_scale": length_scale, "seconds": seconds,
+                             "log_evidence": evidence.total, "log_evidence_se": evidence.total_se,
+                             "log_normalization": evidence.log_normalization,
+                             "trusted": bool(evidence.normalization_trusted), "warnings": warning_records(caught)})
+                print(f"C {C:4.1f} k0 {k0:6.1f} l {length_scale:3.1f}: {seconds:6.1f} s, ln N(D) "
+                      f"{evidence.log_normalization:8.2f} +- {evidence.log_normalization_se:.2f} "
+                      f"({'trusted' if rows[-1]['trusted'] else 'untrusted'})", flush=True)
+    seconds = [r["seconds"] for r in rows]
+    return {"rows": rows, "median_seconds": float(np.median(seconds)), "trusted": int(sum(r["trusted"] for r in rows)),
+            "target_median_at_most_3_s": bool(np.median(seconds) <= 3.0)}
+
+
 def summary(records: list[dict]) -> dict:
     ratios = np.array([r["ratio"] for r in records])
     warm = ratios[1:] if len(ratios) > 1 else ratios  # the process's first fit compiles most programs
@@ -145,6 +177,8 @@ def main(argv=None) -> int:
     parser.add_argument("--datasets", nargs="+", default=[*OPEN_SETS, *OTHER_SHAPES],
                         choices=[*OPEN_SETS, *OTHER_SHAPES])
     parser.add_argument("--max-train", type=int, default=500, help="training rows at most (default 500)")
+    parser.add_argument("--log-evidence", action="store_true",
+                        help="time log_evidence at 560 synth.te rows instead of fits (module docstring)")
     parser.add_argument("--evidence-budget", type=float, default=None, help="BayesianSVC's (default: its own)")
     parser.add_argument("--selection-size", type=int, default=None, help="BayesianSVC's (default: its own)")
     add_standard_arguments(parser, out=RESULTS / "fit_cost.json", splits=2,

@@ -57,18 +57,19 @@ def test_a_rare_class_keeps_two_rows_in_the_subsample():
     assert counts[2] == 2 and counts[:2].sum() == 50 and np.unique(rows).size == rows.size
 
 
-def test_auto_selects_on_at_most_500_rows():
-    """The default: every row up to 500 (and at 501 rows of two classes, where no stratified draw of 500 exists),
-    a stratified subsample of exactly 500 above, with a notice."""
-    X, y = np.random.default_rng(0).normal(size=(502, 2)), np.arange(502) % 3 == 0
+def test_auto_selects_on_at_most_the_default_number_of_rows():
+    """The default: every row up to DEFAULT_SELECTION_SIZE (and one row above it with two classes, where no stratified
+    draw of that many exists), a stratified subsample of exactly that many above, with a notice."""
+    size = subsample.DEFAULT_SELECTION_SIZE
+    X, y = np.random.default_rng(0).normal(size=(size + 2, 2)), np.arange(size + 2) % 3 == 0
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert selection_subset(training_data(X[:500], y[:500]), "auto")[1] is None
-        assert selection_subset(training_data(X[:501], y[:501]), "auto")[1] is None
-    with pytest.warns(SubsampleWarning, match="subsample of 500 rows"):
+        assert selection_subset(training_data(X[:size], y[:size]), "auto")[1] is None
+        assert selection_subset(training_data(X[:size + 1], y[:size + 1]), "auto")[1] is None
+    with pytest.warns(SubsampleWarning, match=f"subsample of {size} rows"):
         subset, rows = selection_subset(training_data(X, y), "auto")
-    assert rows.size == 500 == subset.X.shape[0] and np.array_equal(subset.X, X[rows])
-    assert abs(y[rows].mean() - y.mean()) < 1 / 500  # stratified
+    assert rows.size == size == subset.X.shape[0] and np.array_equal(subset.X, X[rows])
+    assert abs(y[rows].mean() - y.mean()) < 1 / size  # stratified
 
 
 def test_auto_subsamples_above_the_threshold_and_says_so(monkeypatch):
