@@ -223,17 +223,19 @@ def test_path_normalization_along_the_search_matches_tempered_smc(demo_selection
     """Points the search visited: its ln N(D) against fresh tempered SMC, within a nat (or 3 se)."""
     X, y, selection = demo_selection
     visited = [s for s in selection.search.steps if np.isfinite(s.log_evidence)]
+    checked = 0
     for step in visited[:: max(1, len(visited) // 4)]:
         C, kernel = selection.search.hyperparameters(step)
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
             warnings.simplefilter("ignore", BayesvmWarning)
             reference = annealed_log_normalization(kernel, C, X.shape[0], X, route="product", key=11)
-        if not reference.runs_agree:
+        if not reference.runs_agree:  # a reference whose own runs disagree settles nothing
             continue
+        checked += 1
         assert abs(step.log_normalization - reference.value) <= max(
             1.0, 3 * np.hypot(step.log_normalization_se, reference.se)
         )
+    assert checked >= 3  # the test compared the path at several points, not none
 
 
 def test_fixed_and_selected_estimators_report_the_same_evidence(demo_selection):
