@@ -309,7 +309,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         kernel = check_kernel(template.replace(**kernel_hyperparameters_at(template, theta)), self.n_features_in_)
         data, inducing = self._training
         return one_vs_rest_evidence(data, float(np.exp(theta[0])), kernel, random_state=self._seed(),
-                                    inducing=inducing).total
+                                    inducing=inducing, budget=EvidenceBudget(float(self.evidence_budget))).total
 
     def _set_fitted(self, shape_name, data: TrainingData) -> None:
         problems = self.evidence_.problems if isinstance(self.evidence_, OneVsRestEvidence) else (self.evidence_,)

@@ -168,6 +168,23 @@ def test_the_anchor_plan_and_the_full_plan_share_one_compiled_sampler():
     assert full.n_runs == 16 and len(np.unique(full.log_z_runs)) == 16
 
 
+def test_the_users_budget_reaches_the_check_at_the_answer():
+    """``evidence_budget`` scales the moves of the check's tempered SMC (what a fit's checks and certify_evidence
+    run), and the check computes one Gram matrix for ln Q(D) and ln N(D)."""
+    from bayesvm._validation import training_data
+    from bayesvm.datasets import load_breast_cancer
+    from bayesvm.selection.trust import check_point
+
+    data = load_breast_cancer()
+    train = training_data(data.X[:40], data.y[:40])
+    kernel = RBF(length_scale=5.0, amplitude=10.0, offset=10.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", bayesvm.BayesvmWarning)
+        evidence, report, reference = check_point(train, 1.0, kernel, 0.0, budget=EvidenceBudget(scale=3.0))
+    assert reference.n_mcmc_steps == EvidenceBudget(scale=3.0).moves(reference.rank) == 15
+    assert evidence.log_normalization == reference.value and np.isfinite(evidence.total)
+
+
 @pytest.mark.parametrize("scale", [0, -1.0, float("nan"), "4"])
 def test_a_budget_that_is_not_a_positive_number_is_refused(scale):
     with pytest.raises(ValueError, match="evidence_budget must be a positive number"):

@@ -234,14 +234,17 @@ def log_normalization(
 
 
 def training_normalization(data: TrainingData, C: float, kernel: Kernel, *, random_state=0,
-                           keep_particles: bool = False, budget: EvidenceBudget = EvidenceBudget()) -> Estimate:
+                           keep_particles: bool = False, budget: EvidenceBudget = EvidenceBudget(),
+                           cells: Cells | None = None) -> Estimate:
     """ln N(D) over validated ``data``'s training inputs at a valid (C, kernel) by the default estimator (tempered
     SMC), as :func:`evidences_at` computes it; warns when it is not to be trusted. ``keep_particles``: its
     ``diagnostics["annealing"]`` is the sampler's result with its final particles (theta (R, N, M) over the inputs
     padded to :func:`bayesvm._linalg.problem_size`), the same value (a selection re-anchors its search path on them:
-    :meth:`bayesvm.normalization.path.FullPathPrior.anchored`)."""
-    return _normalization_estimate(point_cells(data.X, kernel, C), "annealed", 0, random_state, stacklevel=4,
-                                   keep_particles=keep_particles)
+    :meth:`bayesvm.normalization.path.FullPathPrior.anchored`); ``budget``: its fixed work; ``cells``:
+    :func:`point_cells` of the point where the caller has them already (one Gram matrix per point)."""
+    cells = point_cells(data.X, kernel, C) if cells is None else cells
+    return _normalization_estimate(cells, "annealed", 0, random_state, stacklevel=4, keep_particles=keep_particles,
+                                   budget=budget)
 
 
 def _normalization_estimate(cells: Cells, method: str, n_samples: int, random_state, stacklevel: int,
@@ -350,15 +353,16 @@ def evidences_at(data: TrainingData, C: float, kernel: Kernel, *, approximation:
                  determinant: str = "regularized", normalization: str = "annealed", normalization_inputs_from="training",
                  n_samples: int = 2000, max_inputs: int = 500, random_state=0,
                  normalization_estimate: Estimate | None = None,
-                 budget: EvidenceBudget = EvidenceBudget()) -> tuple[Evidence, ...]:
+                 budget: EvidenceBudget = EvidenceBudget(), cells: Cells | None = None) -> tuple[Evidence, ...]:
     """The :class:`Evidence` of each binary problem of validated ``data`` at a valid (C, kernel).
 
     One unit Gram matrix of the training inputs serves the problems' MAP fits, their ln Q(D) and the one ln N(D),
     which depends on the inputs only; the options are :func:`log_evidence`'s. ``normalization_estimate``: that
     ln N(D) where the caller has computed it already by the ``normalization`` estimator
-    (:func:`training_normalization`); ``budget``: ln N(D)'s fixed work.
+    (:func:`training_normalization`); ``budget``: ln N(D)'s fixed work; ``cells``: :func:`point_cells` of the
+    point where the caller has them already.
     """
-    cells = point_cells(data.X, kernel, C)
+    cells = point_cells(data.X, kernel, C) if cells is None else cells
     K = cells.prior(0)
     fits = [fit_map_on_gram(K, data.X, problem.Y[0], problem.classes, C, kernel, stacklevel=5)
             for problem in data.problems]
@@ -489,15 +493,16 @@ def log_evidence_one_vs_rest(X, y, *, C: float = 1.0, kernel: Kernel | None = No
 
 def one_vs_rest_evidence(data: TrainingData, C: float, kernel: Kernel, *, random_state=0, inducing=None,
                          normalization_estimate: Estimate | None = None,
-                         budget: EvidenceBudget = EvidenceBudget()) -> OneVsRestEvidence:
-    """:func:`log_evidence_one_vs_rest` on validated data at a valid (C, kernel); ``normalization_estimate`` as in
-    :func:`evidences_at` (full prior only); ``budget``: ln N(D)'s fixed work."""
+                         budget: EvidenceBudget = EvidenceBudget(), cells: Cells | None = None) -> OneVsRestEvidence:
+    """:func:`log_evidence_one_vs_rest` on validated data at a valid (C, kernel); ``normalization_estimate`` and
+    ``cells`` as in :func:`evidences_at` (full prior only); ``budget``: ln N(D)'s fixed work."""
     if inducing is not None:
         if normalization_estimate is not None:
             raise ValueError("normalization_estimate is for the full prior; the low-rank prior estimates its own")
         return OneVsRestEvidence(data.classes, _low_rank_evidences(data, C, kernel, inducing, random_state, budget))
     return OneVsRestEvidence(data.classes, evidences_at(data, C, kernel, random_state=random_state,
-                                                        normalization_estimate=normalization_estimate, budget=budget))
+                                                        normalization_estimate=normalization_estimate, budget=budget,
+                                                        cells=cells))
 
 
 def _warn_outside_range(terms: NaiveEvidenceTerms, n_marginal: int, n: int, determinant: str) -> None:

@@ -25,7 +25,8 @@ import warnings
 from typing import NamedTuple
 
 from .._validation import TrainingData
-from ..evidence.log_evidence import Evidence, OneVsRestEvidence, one_vs_rest_evidence, training_normalization
+from ..evidence.log_evidence import (Evidence, OneVsRestEvidence, one_vs_rest_evidence, point_cells,
+                                     training_normalization)
 from ..kernels import Kernel
 from ..exceptions import BayesvmWarning, ConvergenceWarning, EvidenceBudgetWarning, UntrustedEvidenceWarning
 from ..normalization.annealing import AnnealingResult
@@ -77,10 +78,11 @@ def check_point(data: TrainingData, C: float, kernel: Kernel, search_log_normali
     """
     with warnings.catch_warnings():  # failures are reported by the report, once
         warnings.simplefilter("ignore", BayesvmWarning)
-        norm = None if inducing is not None else training_normalization(data, C, kernel, random_state=random_state,
-                                                                        keep_particles=True, budget=budget)
+        cells = None if inducing is not None else point_cells(data.X, kernel, C)  # one Gram matrix for both
+        norm = None if cells is None else training_normalization(data, C, kernel, random_state=random_state,
+                                                                 keep_particles=True, budget=budget, cells=cells)
         evidence = one_vs_rest_evidence(data, C, kernel, random_state=random_state, inducing=inducing,
-                                        normalization_estimate=norm, budget=budget)
+                                        normalization_estimate=norm, budget=budget, cells=cells)
     evidence = evidence.problems[0] if len(evidence.problems) == 1 else evidence
     reference = None if norm is None else norm.diagnostics["annealing"]
     return evidence, trust_report(evidence, search_log_normalization), reference
