@@ -86,7 +86,7 @@ def test_only_the_programs_a_fit_runs_a_few_times_compile_at_level_0():
     import numpy as np
 
     from bayesvm import compilation, posterior
-    from bayesvm.evidence import ep, ep_gradient, ep_posterior
+    from bayesvm.inference import ep, ep_gradient, ep_posterior
     from bayesvm.normalization import path, smc
     from bayesvm.solver import dual
 
@@ -149,7 +149,7 @@ def test_the_cheap_options_leave_eps_values_as_xlas_defaults_give_them(monkeypat
     import jax
     import numpy as np
 
-    from bayesvm.evidence import ep
+    from bayesvm.inference import ep
     from bayesvm.kernels import RBF, gram_matrix
 
     rng = np.random.default_rng(1)
