@@ -239,9 +239,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             raise ValueError("certify_evidence needs one shared ln N(D); with multiclass='per_class' each class has its "
                              "own: fit BayesianSVC on each one-vs-rest problem to certify it")
         data, inducing = self._training
-        kernel, C = (self.kernel_[0], float(self.C_[0])) if isinstance(self.kernel_, tuple) else (self.kernel_, self.C_)
-        seed = hash((self._seed(), float(budget))) % (2**31 - 1)
-        evidence = one_vs_rest_evidence(data, float(C), kernel, random_state=seed, inducing=inducing,
+        seed = hash((self._seed(), float(budget))) % (2**31 - 1)  # numbers hash the same in every process
+        evidence = one_vs_rest_evidence(data, float(self.C_), self.kernel_, random_state=seed, inducing=inducing,
                                         budget=EvidenceBudget(float(budget) * float(self.evidence_budget)))
         self.evidence_ = evidence.problems[0] if len(evidence.problems) == 1 else evidence
         self.log_evidence_ = float(self.evidence_.total)
