@@ -20,6 +20,7 @@ from sklearn.model_selection import train_test_split
 
 from bayesvm._precision import float64_scope
 from bayesvm.normalization.annealing import annealed_log_normalization
+from bayesvm.normalization.budget import EvidenceBudget
 from bayesvm.datasets import load_dataset
 from bayesvm.hyperparameters import kernel_hyperparameters_at
 from bayesvm.kernels import RBF
@@ -158,7 +159,8 @@ def test_path_reweighting_matches_fresh_low_rank_annealing(low_rank_path_data):
             estimate = path.estimate(x)
             kernel = template.replace(**kernel_hyperparameters_at(template, x))
             prior = low_rank_prior(kernel, jnp.asarray(X), jnp.asarray(Z), "fitc")
-            reference, _ = annealed_log_normalization_low_rank(prior, float(np.exp(x[0])), key=7, n_particles=64)
+            reference, _ = annealed_log_normalization_low_rank(prior, float(np.exp(x[0])), key=7,
+                                                               budget=EvidenceBudget(n_particles=64))
     assert not estimate.anchored and path.n_anchors == 1
     assert reference.runs_agree
     assert abs(estimate.value - reference.value) <= 3 * np.hypot(estimate.se, reference.se) + 0.05
