@@ -92,10 +92,11 @@ def annealed_from_ep(chol, C: float, mask=None, *, key=0, start: WeightGaussian 
     size = chol.shape[0]
     mask = as_float64(np.ones(size) if mask is None else mask)
     start = ep_weight_gaussian(chol, C, mask) if start is None else start
+    latent_mean = chol @ start.mean
     result = annealed_log_expectation(
         ep_started_factor(start, chol), ep_started_log_likelihood,
-        args=(start.mean, start.log_det_scale, chol @ start.mean, C, mask), key=key, **options,
+        args=(start.mean, start.log_det_scale, latent_mean, C, mask), key=key, **options,
     )
     if result.particles is not None:  # the images (z, S z, L S z): theta = L m + L S z
-        result = dataclasses.replace(result, particles=chol @ start.mean + result.particles[..., 2 * size:])
+        result = dataclasses.replace(result, particles=latent_mean + result.particles[..., 2 * size:])
     return result, start
