@@ -114,10 +114,14 @@ def run_demo(args) -> int:
     from .evidence.log_evidence import log_evidence
     from .kernels import RBF
 
+    if args.n_test < 1:
+        raise InputError(f"--n-test must be a positive number of held-out points to show; got {args.n_test}")
     data = load_dataset(_DEMO_DATASET)
+    # the split of ``select --demo``: the evidence at fixed hyperparameters on the same training rows
     X_train, X_test, y_train, y_test = train_test_split(
-        data.X, data.y, test_size=args.n_test, stratify=data.y, random_state=args.seed
+        data.X, data.y, train_size=_DEMO_TRAIN, stratify=data.y, random_state=args.seed
     )
+    X_test, y_test = X_test[:args.n_test], y_test[:args.n_test]
     hp = _DEMO_HYPERPARAMETERS
     kernel = RBF(length_scale=hp["length_scale"], amplitude=hp["amplitude"], offset=hp["offset"])
     started = time.perf_counter()
@@ -131,8 +135,8 @@ def run_demo(args) -> int:
     elapsed = time.perf_counter() - started
     negative, positive = data.classes
     print(f"{data.description}")
-    print(f"training on {len(y_train)} points, {len(y_test)} held out; RBF kernel, "
-          + ", ".join(f"{k} = {v:g}" for k, v in hp.items()))
+    print(f"training on a stratified {len(y_train)}-point subsample, {len(y_test)} of the other "
+          f"{len(data.y) - len(y_train)} points shown; RBF kernel, " + ", ".join(f"{k} = {v:g}" for k, v in hp.items()))
     print("\nevidence")
     print(evidence.summary())
     print(f"\nheld-out points: P = probability of +1 ({positive}); -1 is {negative}")
@@ -140,8 +144,8 @@ def run_demo(args) -> int:
     for i in range(len(y_test)):
         print(f"  {int(y_test[i]):>+5d} {bars.theta[i]:>8.3f} {bars.sigma[i]:>7.3f} {p_map[i]:>7.3f} {p_avg[i]:>7.3f}"
               f"   [{bars.p_lower[i]:.3f}, {bars.p_upper[i]:.3f}]")
-    print(f"\n({elapsed:.1f} s; ln Q(D) and ln N(D) by expectation propagation; the error bars are Sollich's, "
-          "from the Gaussian posterior around the SVM output)")
+    print(f"\n({elapsed:.1f} s; ln Q(D) by expectation propagation, ln N(D) by tempered SMC; the error bars are "
+          "Sollich's, from the Gaussian posterior around the SVM output)")
     return 0
 
 
@@ -405,7 +409,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bayesvm", description="The SVM read as a Bayesian model.")
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="evidence and probabilities with error bars on breast cancer")
-    demo.add_argument("--n-test", type=int, default=8, help="held-out points to show (default 8)")
+    demo.add_argument("--n-test", type=int, default=8,
+                      help=f"held-out points to show (default 8), of those outside the {_DEMO_TRAIN} training rows")
     demo.add_argument("--seed", type=int, default=0)
     select = commands.add_parser("select", help="choose hyperparameters by maximising the evidence")
     select.add_argument("data", nargs="?", help="CSV file with a header row")

@@ -153,6 +153,7 @@ def test_demo_prints_evidence_and_error_bar_table(capsys):
     assert main(["demo", "--n-test", "5"]) == 0
     out = capsys.readouterr().out
     assert "ln P(D)" in out and "P_avg" in out and "error bar" in out
+    assert "a stratified 150-point subsample, 5 of the other 419 points shown" in out  # select --demo's split
     rows = [line for line in out.splitlines() if line.strip().startswith(("+1", "-1")) and "[" in line]
     assert len(rows) == 5
     for row in rows:
@@ -160,6 +161,12 @@ def test_demo_prints_evidence_and_error_bar_table(capsys):
         lower, upper = (float(v) for v in row.split("[")[1].rstrip("]").split(","))
         assert sigma >= 0 and lower <= p_map <= upper
         assert (p_map >= 0.5) == (theta >= 0) == (p_avg >= 0.5)
+
+
+def test_demo_refuses_no_held_out_points(capsys):
+    assert main(["demo", "--n-test", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bayesvm: error: --n-test must be a positive number") and "Traceback" not in err
 
 
 def test_select_demo_scores_held_out_points(capsys, monkeypatch):
