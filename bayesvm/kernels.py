@@ -45,6 +45,7 @@ __all__ = [
     "Linear",
     "make_kernel",
     "gram_matrix",
+    "gram_diagonal",
     "is_ard",
     "KERNELS",
 ]
@@ -124,24 +125,27 @@ class Kernel:
         """Diagonal of ``base(X, X)``; subclasses override when it is cheaper."""
         return jax.vmap(lambda x: self.base(x[None, :], x[None, :])[0, 0])(X)
 
-    @float64
     def __call__(self, X1: Array, X2: Array | None = None) -> Array:
-        """Gram matrix ``K(X1, X2)`` (``K(X1, X1)`` when ``X2`` is None)."""
+        """Gram matrix ``K(X1, X2)`` (``K(X1, X1)`` when ``X2`` is None): :func:`gram_matrix`, one compiled
+        program per kernel family and input shapes (traced into the caller's program inside its ``jax.jit``)."""
+        return gram_matrix(self, X1, X2)
+
+    def diag(self, X: Array) -> Array:
+        """``K(x, x)`` for each row of ``X`` (:func:`gram_diagonal`)."""
+        return gram_diagonal(self, X)
+
+    def _gram(self, X1: Array, X2: Array | None) -> Array:
+        """The body of :func:`gram_matrix`: exact symmetry and diagonal for ``K(X1, X1)``, whatever the rounding in
+        ``base``."""
         X1 = jnp.asarray(X1)
         if X2 is None:
             base = self.base(X1, X1)
-            # exact symmetry and exact diagonal, whatever the rounding in base
             base = 0.5 * (base + base.T)
             n = X1.shape[0]
             base = base.at[jnp.arange(n), jnp.arange(n)].set(self.base_diag(X1))
         else:
             base = self.base(X1, jnp.asarray(X2))
         return self.amplitude * base + self.offset
-
-    @float64
-    def diag(self, X: Array) -> Array:
-        """``K(x, x)`` for each row of ``X``."""
-        return self.amplitude * self.base_diag(jnp.asarray(X)) + self.offset
 
     def __post_init__(self):
         # a list or tuple of per-feature length scales would be a pytree node of Python floats: one array leaf
@@ -307,8 +311,18 @@ def is_ard(kernel: Kernel) -> bool:
 @float64
 @jit
 def gram_matrix(kernel: Kernel, X1: Array, X2: Array | None = None) -> Array:
-    """``kernel(X1, X2)`` compiled once per kernel family and input shapes."""
-    return kernel(X1, X2)
+    """``kernel(X1, X2)`` = amplitude base(X1, X2) + offset, compiled once per kernel family and input shapes.
+
+    Called eagerly, the dozen jax.numpy operations of a Gram matrix would each compile a program of their own for
+    every shape they meet; this is one program."""
+    return kernel._gram(X1, X2)
+
+
+@float64
+@jit
+def gram_diagonal(kernel: Kernel, X: Array) -> Array:
+    """``kernel.diag(X)`` = amplitude base(x, x) + offset for each row x of ``X``, compiled as :func:`gram_matrix`."""
+    return kernel.amplitude * kernel.base_diag(jnp.asarray(X)) + kernel.offset
 
 
 KERNELS: dict[str, type[Kernel]] = {

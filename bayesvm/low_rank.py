@@ -62,8 +62,10 @@ class LowRankPrior(NamedTuple):
     d: Array
 
 
+@jit(static_argnames=("kind",))
 def low_rank_prior(kernel: Kernel, X: Array, Z: Array, kind: str = "fitc") -> LowRankPrior:
-    """The low-rank prior of ``kernel`` at the rows of X through the inducing inputs Z (module docstring)."""
+    """The low-rank prior of ``kernel`` at the rows of X through the inducing inputs Z (module docstring); one
+    compiled program per input shapes where it is called on concrete values."""
     base = kernel.replace(amplitude=1.0, offset=0.0)
     K_mm = base(Z)
     jitter = INDUCING_JITTER * jnp.mean(jnp.diagonal(K_mm))

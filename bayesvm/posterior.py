@@ -201,7 +201,7 @@ class Posterior(_LatentPredictions):
             raise ValueError(f"approximation must be one of {APPROXIMATIONS}; got {approximation!r}")
         if approximation == "ep":
             # converged fully (log_z_tol = 0); a loop that does not converge is followed by the slower ones of EP_LOOPS
-            result = ep if ep is not None else converged_ep(gram_matrix(fit.kernel, jnp.asarray(fit.X)),
+            result = ep if ep is not None else converged_ep(gram_matrix(fit.kernel, fit.X),
                                                             jnp.asarray(fit.y), fit.C)
             if not bool(result.converged):
                 warnings.warn(f"EP for the posterior did not converge (its last loop: {int(result.n_iter)} "
@@ -209,7 +209,7 @@ class Posterior(_LatentPredictions):
                               "(BayesianSVC(posterior='laplace')) needs no iteration", ConvergenceWarning,
                               stacklevel=3)
             return cls(fit=fit, ep=result)
-        K = gram_matrix(fit.kernel, jnp.asarray(fit.X))
+        K = gram_matrix(fit.kernel, fit.X)
         size = _linalg.buffer_size(int(fit.marginal.sum()), fit.X.shape[0])
         return cls(fit=fit, factor=laplace_factor(K, fit.solution, fit.C, size))
 
@@ -229,7 +229,7 @@ class Posterior(_LatentPredictions):
         K_diag = _kernel_diag(self.fit.kernel, X)
         if self.ep is not None:
             return ep_predict(self.ep, K_cross, K_diag)
-        mean = K_cross @ (self.fit.solution.alpha * jnp.asarray(self.fit.y))
+        mean = np.asarray(K_cross) @ (np.asarray(self.fit.solution.alpha) * np.asarray(self.fit.y))
         return mean, laplace_latent_variance(self.factor, K_cross, K_diag)
 
 

@@ -421,7 +421,7 @@ def _low_rank_evidences(data: TrainingData, C: float, kernel: Kernel, inducing, 
         Z = inducing_inputs(X, int(inducing), random_state=random_state)
     else:
         Z = check_inputs(inducing, name="inducing", n_features=X.shape[1])
-    norm, _ = annealed_log_normalization_low_rank(low_rank_prior(kernel, jnp.asarray(X), jnp.asarray(Z)), C,
+    norm, _ = annealed_log_normalization_low_rank(low_rank_prior(kernel, X, Z), C,
                                                   key=random_state, budget=budget)
     if not norm.runs_agree:
         warnings.warn(_UNTRUSTED_NORMALIZATION["annealed"].format(option="normalization", ess=norm.ess,

@@ -36,6 +36,7 @@ import jax.numpy as jnp
 
 from .. import _linalg
 from .._precision import float64
+from ..compilation import jit
 from ..model import hinge, log_kappa
 from ..solver.dual import DualSolution
 
@@ -85,6 +86,7 @@ def marginal_precision(alpha: Array, C: Array | float) -> Array:
 
 
 @float64
+@jit(rarely_run=True, static_argnames=("size",))
 def laplace_factor(K: Array, solution: DualSolution, C: Array | float, size: int) -> LaplaceFactor:
     """Gather the marginal set (at most ``size`` points) and factor B."""
     index, valid = _linalg.subset_indices(solution.marginal, size)
@@ -95,6 +97,7 @@ def laplace_factor(K: Array, solution: DualSolution, C: Array | float, size: int
 
 
 @float64
+@jit(rarely_run=True, static_argnames=("determinant",))
 def laplace_log_naive_evidence(
     K: Array,
     y: Array,
@@ -136,6 +139,7 @@ def laplace_log_naive_evidence(
 
 
 @float64
+@jit(rarely_run=True)
 def laplace_latent_variance(factor: LaplaceFactor, K_cross: Array, K_diag: Array) -> Array:
     """sigma^2(x) = K(x, x) - |chol(B)^-1 (L^1/2 k_m(x))|^2 for each row of ``K_cross``.
 

@@ -526,7 +526,7 @@ def annealed_log_normalization(
         raise ValueError(
             f"route='product' integrates over the n training inputs: n = {n} but inputs has {X.shape[0]} rows"
         )
-    chol = prior_factor(gram_matrix(kernel, jnp.asarray(X))) if chol is None else _check_chol(chol, X.shape[0])
+    chol = prior_factor(gram_matrix(kernel, X)) if chol is None else _check_chol(chol, X.shape[0])
     if route == "mean":
         return annealed_log_expectation(chol, mean_route_log_likelihood, args=(C, n), key=key, **options)
     chol, mask = padded(chol, _linalg.problem_size(n))

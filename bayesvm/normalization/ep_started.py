@@ -51,12 +51,14 @@ def reference_log_ratio(w: Array, z: Array, log_det_scale: Array) -> Array:
     return -0.5 * jnp.sum(w * w, axis=-1) + 0.5 * jnp.sum(z * z, axis=-1) + log_det_scale
 
 
-def ep_started_factor(start: WeightGaussian, chol: Array) -> Array:
+def ep_started_factor(start: WeightGaussian, chol) -> np.ndarray:
     """The tall factor [I; S; L S] (3M, M): its images of z ~ N(0, I) are z, S z and L S z, so that a move along
     an ellipse in z moves w - m = S z and theta - L m = L S z with it (:func:`bayesvm.normalization.smc.smc_runs`).
     The particles take three times the memory of z alone, and each move's draw three matrix-vector products
-    instead of one, for slice evaluations at O(M) instead of two products each (3.4-7 per move measured)."""
-    return jnp.concatenate([jnp.eye(chol.shape[0], dtype=chol.dtype), start.scale, chol @ start.scale])
+    instead of one, for slice evaluations at O(M) instead of two products each (3.4-7 per move measured).
+    Host-side (NumPy): built once per estimate, it compiles no program of its own."""
+    chol, scale = np.asarray(chol, dtype=np.float64), np.asarray(start.scale, dtype=np.float64)
+    return np.concatenate([np.eye(chol.shape[0]), scale, chol @ scale])
 
 
 @float64
@@ -88,15 +90,15 @@ def annealed_from_ep(chol, C: float, mask=None, *, key=0, start: WeightGaussian 
     ``options`` go to :func:`bayesvm.normalization.annealing.annealed_log_expectation`; the particles
     (``keep_particles``) are theta = chol (m + S z), (R, N, M).
     """
-    chol = as_float64(chol)
+    chol = np.asarray(chol, dtype=np.float64)
     size = chol.shape[0]
-    mask = as_float64(np.ones(size) if mask is None else mask)
+    mask = np.asarray(np.ones(size) if mask is None else mask, dtype=np.float64)
     start = ep_weight_gaussian(chol, C, mask) if start is None else start
-    latent_mean = chol @ start.mean
+    latent_mean = chol @ np.asarray(start.mean, dtype=np.float64)
     result = annealed_log_expectation(
         ep_started_factor(start, chol), ep_started_log_likelihood,
         args=(start.mean, start.log_det_scale, latent_mean, C, mask), key=key, **options,
     )
     if result.particles is not None:  # the images (z, S z, L S z): theta = L m + L S z
-        result = dataclasses.replace(result, particles=latent_mean + result.particles[..., 2 * size:])
+        result = dataclasses.replace(result, particles=latent_mean + np.asarray(result.particles)[..., 2 * size:])
     return result, start

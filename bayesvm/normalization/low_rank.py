@@ -102,13 +102,13 @@ def low_rank_log_likelihood(w: Array, V: Array, d: Array, C: Array | float) -> A
     return jnp.sum(log_nu_smoothed(w @ V.T, d, C), axis=-1)
 
 
-def _checked_prior(prior) -> tuple[Array, Array]:
+def _checked_prior(prior) -> tuple[np.ndarray, np.ndarray]:
     V, d = (np.asarray(a, dtype=np.float64) for a in prior)
     if V.ndim != 2 or V.shape[0] == 0 or V.shape[1] == 0 or d.shape != (V.shape[0],):
         raise ValueError(f"the prior needs V of shape (n, r) and d of shape (n,); got {V.shape} and {d.shape}")
     if not (np.all(np.isfinite(V)) and np.all(np.isfinite(d)) and np.all(d >= 0.0)):
         raise ValueError("the prior's V must be finite and its variances d finite and >= 0")
-    return jnp.asarray(V), jnp.asarray(d)
+    return V, d
 
 
 @float64
@@ -141,9 +141,9 @@ def annealed_log_normalization_low_rank(prior: LowRankPrior, C: float, *, key=0,
     """
     V, d = _checked_prior(prior)
     C = check_positive(C, "C")
-    eye = jnp.eye(V.shape[1], dtype=V.dtype)
+    eye = np.eye(V.shape[1])  # host-side: no program of its own
     start = (nu_weight_gaussian(LowRankPrior(V, d), C) if reference
-             else WeightGaussian(jnp.zeros(V.shape[1]), eye, jnp.zeros(()), jnp.asarray(False)))
+             else WeightGaussian(np.zeros(V.shape[1]), eye, np.zeros(()), np.asarray(False)))
     plan = budget.plan(V.shape[1], V.shape[0], C, role)
     result = annealed_log_expectation(eye, reference_log_likelihood,
                                       args=(start.mean, start.scale, start.log_det_scale, V, d, C), key=key,

@@ -149,7 +149,7 @@ class GridProblem:
         key = (shape, X is self.X)
         if key not in self._bases:
             kernel = self.kernel({"shape": shape, "offset_ratio": 0.0, "C_k0": 1.0, "C": 1.0})
-            self._bases[key] = gram_matrix(kernel, jnp.asarray(X))
+            self._bases[key] = gram_matrix(kernel, X)
         return self._bases[key]
 
     def cells(self, shape, ratio, amplitude, C, *, naive: bool) -> Cells:
@@ -168,10 +168,11 @@ class GridProblem:
         for start in range(0, len(missing), _SOLVE_BATCH):
             chunk = missing[start : start + _SOLVE_BATCH]
             boxes = chunk + chunk[-1:] * (_SOLVE_BATCH - len(chunk))
-            batch = solve_dual_boxes(Kt, self.y, boxes)
+            # host-side: slicing and stacking device arrays would compile a program per shape
+            batch = jax.tree_util.tree_map(np.asarray, solve_dual_boxes(Kt, self.y, boxes))
             for i, p in enumerate(chunk):
                 self._solutions[(shape, ratio, p)] = jax.tree_util.tree_map(lambda v, i=i: v[i], batch)
-        return jax.tree_util.tree_map(lambda *v: jnp.stack(v), *(self._solutions[(shape, ratio, p)] for p in P))
+        return jax.tree_util.tree_map(lambda *v: np.stack(v), *(self._solutions[(shape, ratio, p)] for p in P))
 
     def map_svm(self, point: dict, classes) -> MapSVM:
         """The fitted MAP SVM at one point, from the cached solve on its box (alpha rescaled by C / P)."""

@@ -335,7 +335,7 @@ class MapSVM:
         sv = self.support
         coef = self.alpha[sv] * self.y[sv]
         # rows padded: nearby numbers of inputs share the compiled Gram matrix (_linalg.on_padded_rows)
-        return _linalg.on_padded_rows(lambda X: gram_matrix(self.kernel, X, self.X[sv]) @ coef, X)
+        return _linalg.on_padded_rows(lambda X: np.asarray(gram_matrix(self.kernel, X, self.X[sv])) @ coef, X)
 
     @float64
     def predict(self, X) -> np.ndarray:
@@ -362,7 +362,7 @@ def fit_map(X, y, *, C: float = 1.0, kernel: Kernel | None = None, tol: float = 
     C = check_positive(C, "C")
     kernel = check_kernel(RBF() if kernel is None else kernel, X.shape[1])
     tol = check_positive(tol, "tol")
-    return fit_map_on_gram(gram_matrix(kernel, jnp.asarray(X)), X, y_pm, classes, C, kernel, tol=tol,
+    return fit_map_on_gram(gram_matrix(kernel, X), X, y_pm, classes, C, kernel, tol=tol,
                            max_iter=max_iter, stacklevel=4)
 
 
