@@ -48,10 +48,11 @@ from ._precision import float64
 from ._validation import TrainingData, check_kernel, check_positive, one_vs_rest_labels
 from .coupling import COUPLINGS, couple_one_vs_rest
 from .evidence.log_evidence import OneVsRestEvidence, one_vs_rest_evidence
+from .inference.ep import FULL_TOLERANCE
 from .hyperparameters import coordinate_names, kernel_hyperparameters_at
 from .kernels import make_kernel
 from .posterior import APPROXIMATIONS as POSTERIORS
-from .posterior import PROBABILITY_METHODS, ErrorBars, Posterior, posteriors_at
+from .posterior import PREDICTION_TOLERANCE, PROBABILITY_METHODS, ErrorBars, Posterior, posteriors_at
 from .selection.search_priors import prior_for
 from .normalization.budget import EvidenceBudget
 from .selection.select import select_for
@@ -73,9 +74,12 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     The free hyperparameters are chosen by :func:`bayesvm.select_hyperparameters`
     with its defaults (quasi-Newton ascent of the evidence, checked at the
     answer); for evidence surfaces on a grid call that function with
-    ``method="grid"``. With every hyperparameter fixed, the evidence is
-    :func:`bayesvm.log_evidence` with its defaults: the same estimators the
-    selection reports at its answer.
+    ``method="grid"``. With every hyperparameter fixed, the fit is the
+    posterior alone, and the evidence (:func:`bayesvm.log_evidence` with its
+    defaults: the same estimators the selection reports at its answer) is
+    computed when ``evidence_`` or ``log_evidence_`` is first read: inside
+    ``GridSearchCV`` or ``cross_val_score`` no fit pays for an evidence
+    nobody reads.
 
     Parameters
     ----------
@@ -123,7 +127,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     log_evidence_, log_evidence_se_ : ln P(D) and its standard error at them (k >= 3 classes: summed over
         the one-vs-rest problems), of the rows the selection used (``selection_rows_``); ``evidence_`` the full :class:`~bayesvm.evidence.log_evidence.Evidence`
         (terms, ln N(D), ...), for k >= 3 classes a
-        :class:`~bayesvm.evidence.log_evidence.OneVsRestEvidence` with one per problem.
+        :class:`~bayesvm.evidence.log_evidence.OneVsRestEvidence` with one per problem. With every
+        hyperparameter fixed, all three are computed when first read, and kept.
     selection_ : the :class:`~bayesvm.selection.search_selection.SearchSelection` (a tuple of k with
         ``multiclass="per_class"``), or None when nothing was selected.
     posterior_ : the posterior used for predictions (k >= 3 classes: a tuple, one per problem).
@@ -193,33 +198,79 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         if self.inducing_ is not None and self.posterior == "laplace":
             raise ValueError("posterior='laplace' needs the MAP SVM, which the low-rank path does not fit; use "
                              "posterior='ep' or n_inducing=None")
+        self._training = (selected_on, inducing, seed)  # what the evidence is computed on
+        if len(fixed) == 3 + (template.shape_parameter is not None):
+            # every hyperparameter given: the posterior on every row now, the evidence when first read
+            kernel = check_kernel(template.replace(amplitude=float(self.amplitude), offset=float(self.offset),
+                                                   **({shape_name: float(self.length_scale)} if shape_name else {})),
+                                  X.shape[1])
+            C = check_positive(self.C, "C")
+            self._evidence, self.selection_ = None, None
+            # on every row, EP to full tolerance as the evidence's own run (the prediction tolerance after a subsample)
+            tol = FULL_TOLERANCE if self.selection_rows_ is None else PREDICTION_TOLERANCE
+            posteriors = list(posteriors_at(data, C, kernel, inducing=self.inducing_, approximation=self.posterior,
+                                            tol=tol))
+            self._set_fitted(shape_name, posteriors, [kernel] * len(posteriors), [C] * len(posteriors))
+            return self
         # one selection over every class (two classes; k classes with shared hyperparameters), or one per class
         per_class = self.classes_.size > 2 and self.multiclass == "per_class"
-        chosen = [self._evidence_and_selection(problem, template, fixed, seed, inducing)
-                  for problem in (selected_on.problems if per_class else (selected_on,))]
-        selections = tuple(selection for _, selection in chosen)
+        selections = tuple(select_for(problem, template, grid=fixed, random_state=seed, inducing=inducing,
+                                      budget=EvidenceBudget(float(self.evidence_budget)))
+                           for problem in (selected_on.problems if per_class else (selected_on,)))
         if per_class:
-            self.evidence_ = OneVsRestEvidence(self.classes_, tuple(evidence for evidence, _ in chosen),
+            self._evidence = OneVsRestEvidence(self.classes_, tuple(s.evidence for s in selections),
                                                shared_normalization=False)
-            self.selection_ = None if selections[0] is None else selections
+            self.selection_ = selections
         else:
-            self.evidence_, self.selection_ = chosen[0]
-        self._training = (selected_on, inducing)  # what log_marginal_likelihood evaluates on
-        self._set_fitted(shape_name, data)
+            self._evidence, self.selection_ = selections[0].evidence, selections[0]
+        problems = self._evidence.problems if isinstance(self._evidence, OneVsRestEvidence) else (self._evidence,)
+        kernels = [_with_float_hyperparameters(evidence.posterior.predictor.kernel) if evidence.fit is None
+                   else evidence.fit.kernel for evidence in problems]
+        penalties = [float(evidence.posterior.C if evidence.fit is None else evidence.fit.C) for evidence in problems]
+        if self.selection_rows_ is not None:  # selected on a subsample: the posterior of every row
+            posteriors = self._posteriors_on(data, penalties, kernels)
+        else:
+            posteriors = [evidence.posterior if evidence.fit is None or self.posterior == "laplace"
+                          else Posterior.from_fit(evidence.fit, "ep", ep=evidence.ep) for evidence in problems]
+        self._set_fitted(shape_name, posteriors, kernels, penalties)
         return self
 
-    def _evidence_and_selection(self, data: TrainingData, template, fixed: dict, seed: int, inducing):
-        """The evidence at the fixed hyperparameters, or at those the search selects (with its selection)."""
-        if len(fixed) < 3 + (template.shape_parameter is not None):
-            selection = select_for(data, template, grid=fixed, random_state=seed, inducing=inducing,
-                                   budget=EvidenceBudget(float(self.evidence_budget)))
-            return selection.evidence, selection
-        kernel = check_kernel(template.replace(amplitude=float(self.amplitude), offset=float(self.offset),
-                                               **({template.shape_parameter: float(self.length_scale)}
-                                                  if template.shape_parameter else {})), data.X.shape[1])
-        evidence = one_vs_rest_evidence(data, check_positive(self.C, "C"), kernel, random_state=seed,
-                                        inducing=inducing, budget=EvidenceBudget(float(self.evidence_budget)))
-        return (evidence.problems[0] if len(evidence.problems) == 1 else evidence), None
+    @property
+    @float64
+    def evidence_(self):
+        """The :class:`~bayesvm.evidence.log_evidence.Evidence` at the fitted hyperparameters (k >= 3 classes: a
+        :class:`~bayesvm.evidence.log_evidence.OneVsRestEvidence`), on the rows the selection used. With every
+        hyperparameter fixed, computed when first read (:func:`bayesvm.log_evidence` with its defaults and the
+        estimator's seed and ``evidence_budget``) and kept; the fit itself then costs only the posterior."""
+        if "_evidence" not in self.__dict__:
+            raise AttributeError("evidence_ is set by fit: this BayesianSVC is not fitted yet")
+        if self._evidence is None:
+            self._evidence = self._fixed_evidence()
+        return self._evidence
+
+    @property
+    def log_evidence_(self) -> float:
+        """ln P(D) at the fitted hyperparameters (``evidence_.total``)."""
+        return float(self.evidence_.total)
+
+    @property
+    def log_evidence_se_(self) -> float:
+        """The standard error of ``log_evidence_`` (``evidence_.total_se``)."""
+        return float(self.evidence_.total_se)
+
+    def _fixed_evidence(self):
+        """The evidence at the fixed hyperparameters: one shared ln N(D), or one per problem with per-class ones."""
+        data, inducing, seed = self._training
+        budget = EvidenceBudget(float(self.evidence_budget))
+        kernels = self.kernel_ if isinstance(self.kernel_, tuple) else (self.kernel_,)
+        if len(kernels) > 1:
+            return OneVsRestEvidence(self.classes_, tuple(
+                one_vs_rest_evidence(problem, float(C), kernel, random_state=seed, inducing=inducing,
+                                     budget=budget).problems[0]
+                for problem, C, kernel in zip(data.problems, self.C_, kernels)), shared_normalization=False)
+        evidence = one_vs_rest_evidence(data, float(self.C_), kernels[0], random_state=seed, inducing=inducing,
+                                        budget=budget)
+        return evidence.problems[0] if len(evidence.problems) == 1 else evidence
 
     @float64
     def certify_evidence(self, budget: float = 4.0):
@@ -235,17 +286,15 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         if not (isinstance(budget, Real) and np.isfinite(budget) and budget > 0):
             raise ValueError(f"budget must be a positive number (a multiple of the fit's ln N(D) work); got {budget!r}")
-        if isinstance(self.evidence_, OneVsRestEvidence) and not self.evidence_.shared_normalization:
+        if isinstance(self.kernel_, tuple):
             raise ValueError("certify_evidence needs one shared ln N(D); with multiclass='per_class' each class has its "
                              "own: fit BayesianSVC on each one-vs-rest problem to certify it")
-        data, inducing = self._training
-        seed = hash((self._seed(), float(budget))) % (2**31 - 1)  # numbers hash the same in every process
+        data, inducing, seed = self._training
+        seed = hash((seed, float(budget))) % (2**31 - 1)  # numbers hash the same in every process
         evidence = one_vs_rest_evidence(data, float(self.C_), self.kernel_, random_state=seed, inducing=inducing,
                                         budget=EvidenceBudget(float(budget) * float(self.evidence_budget)))
-        self.evidence_ = evidence.problems[0] if len(evidence.problems) == 1 else evidence
-        self.log_evidence_ = float(self.evidence_.total)
-        self.log_evidence_se_ = float(self.evidence_.total_se)
-        return self.evidence_
+        self._evidence = evidence.problems[0] if len(evidence.problems) == 1 else evidence
+        return self._evidence
 
     def _seed(self) -> int:
         if isinstance(self.random_state, (int, np.integer)):
@@ -306,32 +355,24 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         if theta.shape != (len(names),) or not np.all(np.isfinite(theta)):
             raise ValueError(f"theta must be {len(names)} finite log hyperparameters {names}; got {theta.tolist()}")
         kernel = check_kernel(template.replace(**kernel_hyperparameters_at(template, theta)), self.n_features_in_)
-        data, inducing = self._training
-        return one_vs_rest_evidence(data, float(np.exp(theta[0])), kernel, random_state=self._seed(),
+        data, inducing, seed = self._training
+        return one_vs_rest_evidence(data, float(np.exp(theta[0])), kernel, random_state=seed,
                                     inducing=inducing, budget=EvidenceBudget(float(self.evidence_budget))).total
 
-    def _set_fitted(self, shape_name, data: TrainingData) -> None:
-        problems = self.evidence_.problems if isinstance(self.evidence_, OneVsRestEvidence) else (self.evidence_,)
-        kernels = [_with_float_hyperparameters(evidence.posterior.predictor.kernel) if evidence.fit is None
-                   else evidence.fit.kernel for evidence in problems]
-        penalties = [float(evidence.posterior.C if evidence.fit is None else evidence.fit.C) for evidence in problems]
-        if self.selection_rows_ is not None:  # selected on a subsample: the posterior of every row
-            posteriors = self._posteriors_on(data, penalties, kernels)
-        else:
-            posteriors = [evidence.posterior if evidence.fit is None or self.posterior == "laplace"
-                          else Posterior.from_fit(evidence.fit, "ep", ep=evidence.ep) for evidence in problems]
+    def _set_fitted(self, shape_name, posteriors: list, kernels: list, penalties: list) -> None:
+        """The fitted attributes from each problem's posterior on every row and its hyperparameters."""
         fits = [posterior.fit if isinstance(posterior, Posterior) else None for posterior in posteriors]
-        self.fit_ = fits[0] if len(problems) == 1 else tuple(fits)
-        self.posterior_ = posteriors[0] if len(problems) == 1 else tuple(posteriors)
+        self.fit_ = fits[0] if len(posteriors) == 1 else tuple(fits)
+        self.posterior_ = posteriors[0] if len(posteriors) == 1 else tuple(posteriors)
         fit = self.fit_
-        if len(problems) > 1 or fit is None:
+        if len(posteriors) > 1 or fit is None:
             self.support_ = self.support_vectors_ = self.dual_coef_ = self.marginal_ = None
         else:
             self.support_ = fit.support
             self.support_vectors_ = fit.X[fit.support]
             self.dual_coef_ = (fit.alpha[fit.support] * fit.y[fit.support])[None, :]
             self.marginal_ = np.flatnonzero(fit.marginal)
-        per_class = isinstance(self.evidence_, OneVsRestEvidence) and not self.evidence_.shared_normalization
+        per_class = self.classes_.size > 2 and self.multiclass == "per_class"
         self.kernel_ = tuple(kernels) if per_class else kernels[0]
 
         def value(values):  # one value, or one per class where each class chose its own
@@ -342,14 +383,12 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self.offset_ = value([float(kernel.offset) for kernel in kernels])
         shapes = [] if shape_name is None else [np.asarray(getattr(k, shape_name), dtype=np.float64) for k in kernels]
         self.length_scale_ = None if shape_name is None else value(shapes if self.ard else [float(v) for v in shapes])
-        self.log_evidence_ = float(self.evidence_.total)
-        self.log_evidence_se_ = float(self.evidence_.total_se)
 
     def _posteriors_on(self, data: TrainingData, penalties: list, kernels: list) -> list:
         """The EP posterior of every problem on all training rows at the selected hyperparameters (one run for
         every problem where they are shared)."""
         options = {"inducing": self.inducing_, "approximation": self.posterior}
-        if not isinstance(self.evidence_, OneVsRestEvidence) or self.evidence_.shared_normalization:
+        if not isinstance(self.selection_, tuple):  # one set of hyperparameters for every problem
             return list(posteriors_at(data, penalties[0], kernels[0], **options))
         return [posteriors_at(problem, C, kernel, **options)[0]
                 for problem, C, kernel in zip(data.problems, penalties, kernels)]

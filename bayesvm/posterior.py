@@ -288,14 +288,14 @@ def low_rank_posteriors(data: TrainingData, C: float, kernel: Kernel, inducing) 
 
 
 @float64
-def posteriors_at(data: TrainingData, C: float, kernel: Kernel, *, inducing=None,
-                  approximation: str = "ep") -> tuple[Posterior | LowRankPosterior, ...]:
+def posteriors_at(data: TrainingData, C: float, kernel: Kernel, *, inducing=None, approximation: str = "ep",
+                  tol: float = PREDICTION_TOLERANCE) -> tuple[Posterior | LowRankPosterior, ...]:
     """The posterior of each binary problem of validated ``data`` at a valid (C, kernel), without the evidence.
 
-    What a selection made on a subsample (:mod:`bayesvm.selection.subsample`) fits on every training row: on the
-    full prior, the MAP SVM and its ``approximation`` (EP to :data:`PREDICTION_TOLERANCE`, or the Laplace-style
-    factor) from one Gram matrix; given (m, d) ``inducing`` inputs, EP over the low-rank prior
-    (:func:`low_rank_posteriors`). Warns where EP did not converge.
+    What a selection made on a subsample (:mod:`bayesvm.selection.subsample`) fits on every training row, and a
+    fit at fixed hyperparameters: on the full prior, the MAP SVM and its ``approximation`` (EP to the site
+    tolerance ``tol``, or the Laplace-style factor) from one Gram matrix; given (m, d) ``inducing`` inputs, EP over
+    the low-rank prior (:func:`low_rank_posteriors`). Warns where EP did not converge.
     """
     if inducing is not None:
         fitted = low_rank_posteriors(data, C, kernel, inducing)
@@ -308,6 +308,6 @@ def posteriors_at(data: TrainingData, C: float, kernel: Kernel, *, inducing=None
     posteriors = []
     for problem in data.problems:
         fit = fit_map_on_gram(K, data.X, problem.Y[0], problem.classes, C, kernel, stacklevel=4)
-        ep = converged_ep(K, jnp.asarray(fit.y), C, tol=PREDICTION_TOLERANCE) if approximation == "ep" else None
+        ep = converged_ep(K, jnp.asarray(fit.y), C, tol=tol) if approximation == "ep" else None
         posteriors.append(Posterior.from_fit(fit, approximation, ep=ep))
     return tuple(posteriors)

@@ -12,7 +12,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from bayesvm.exceptions import BayesvmWarning
 from bayesvm.estimator import BayesianSVC
-from bayesvm.evidence.log_evidence import log_evidence
+from bayesvm.evidence.log_evidence import Evidence, log_evidence
 from bayesvm.kernels import RBF
 from bayesvm.posterior import Posterior
 from bayesvm.selection.grid import GridEdgeWarning
@@ -168,14 +168,23 @@ def test_fit_validates_the_training_data_once(n_classes):
     assert calls["check_inputs"] == 0 and calls["training_data"] == 0, dict(calls)
 
 
-def test_the_posterior_reuses_the_evidence_s_ep_run():
-    """The check's EP run for ln Q(D) converges the sites fully and serves the posterior: no second run, and its
+def test_at_fixed_hyperparameters_the_fit_is_the_posterior_and_the_evidence_waits_until_it_is_read():
+    """With every hyperparameter given, fit holds no evidence (no ln N(D) work); the first read computes it once and
+    keeps it, and its EP run for ln Q(D) reaches the posterior's fixed point (both converge the sites fully); the
     predictions equal a posterior built afresh from the same fit."""
     rng = np.random.default_rng(1)
     X = rng.normal(size=(50, 2))
     y = (X[:, 0] + 0.5 * rng.normal(size=50) > 0).astype(int)
     model = BayesianSVC(C=1.0, amplitude=3.0, offset=3.0, length_scale=1.0).fit(X, y)
-    assert model.posterior_.ep is model.evidence_.ep and bool(model.evidence_.ep.converged)
+    assert not any(isinstance(value, Evidence) for value in vars(model).values())
+    evidence = model.evidence_
+    assert model.evidence_ is evidence and any(value is evidence for value in vars(model).values())
+    assert model.log_evidence_ == evidence.total and model.log_evidence_se_ == evidence.total_se
+    assert model.log_evidence_ == pytest.approx(log_evidence(X, y, C=1.0, kernel=model.kernel_).total, abs=1e-9)
+    assert bool(evidence.ep.converged) and bool(model.posterior_.ep.converged)
+    np.testing.assert_allclose(model.posterior_.ep.mean, evidence.ep.mean, rtol=1e-6, atol=1e-8)
+    with pytest.raises(AttributeError, match="not fitted"):
+        BayesianSVC().evidence_
     fresh = Posterior.from_fit(model.fit_, "ep")
     X_new = rng.normal(size=(20, 2))
     np.testing.assert_allclose(model.posterior_.latent(X_new), fresh.latent(X_new), rtol=1e-7, atol=1e-9)
