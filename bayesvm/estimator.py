@@ -190,8 +190,9 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         fixed = self._fixed(shape_name)
         seed = self._seed()
         # the warning points at the caller's line, past fit's two decorators
+        all_fixed = len(fixed) == 3 + (shape_name is not None)
         selected_on, self.selection_rows_ = selection_subset(data, self.selection_size, random_state=seed,
-                                                             stacklevel=4)
+                                                             stacklevel=4, selects=not all_fixed)
         inducing = prior_for(selected_on.X, self.n_inducing, random_state=seed).evidence_options.get("inducing")
         self.inducing_ = (inducing if self.selection_rows_ is None
                           else prior_for(X, self.n_inducing, random_state=seed).evidence_options.get("inducing"))
@@ -199,7 +200,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             raise ValueError("posterior='laplace' needs the MAP SVM, which the low-rank path does not fit; use "
                              "posterior='ep' or n_inducing=None")
         self._training = (selected_on, inducing, seed)  # what the evidence is computed on
-        if len(fixed) == 3 + (template.shape_parameter is not None):
+        if all_fixed:
             # every hyperparameter given: the posterior on every row now, the evidence when first read
             kernel = check_kernel(template.replace(amplitude=float(self.amplitude), offset=float(self.offset),
                                                    **({shape_name: float(self.length_scale)} if shape_name else {})),

@@ -88,6 +88,8 @@ def test_auto_subsamples_above_the_threshold_and_says_so(monkeypatch):
     notices = [w for w in record if w.category in (SubsampleWarning, LowRankWarning)]
     assert sorted(w.category.__name__ for w in notices) == ["LowRankWarning", "SubsampleWarning"]
     assert all(w.filename == __file__ for w in notices), [(w.category, w.filename) for w in notices]
+    # every hyperparameter fixed: nothing is selected, the subsample serves the evidence alone
+    assert "the evidence is computed" in next(str(w.message) for w in notices if w.category is SubsampleWarning)
 
 
 def test_bad_subsample_sizes_are_refused_with_what_is_accepted():

@@ -35,8 +35,8 @@ __all__ = ["DEFAULT_SELECTION_SIZE", "selection_subset"]
 DEFAULT_SELECTION_SIZE = 250
 
 
-def selection_subset(data: TrainingData, selection_size="auto", *, random_state=0,
-                     stacklevel: int = 2) -> tuple[TrainingData, np.ndarray | None]:
+def selection_subset(data: TrainingData, selection_size="auto", *, random_state=0, stacklevel: int = 2,
+                     selects: bool = True) -> tuple[TrainingData, np.ndarray | None]:
     """The rows the selection works on: ``(data, None)`` for all of them, or a stratified subsample and its row
     indices (sorted). Every class keeps at least two rows (the subsample grows by the few it takes).
 
@@ -44,7 +44,8 @@ def selection_subset(data: TrainingData, selection_size="auto", *, random_state=
     above, with a :class:`~bayesvm.SubsampleWarning`), None (all rows), or a number of rows. Every row is kept where
     fewer rows than classes would be left out (a stratified draw leaves a row of each class out).
     ``stacklevel``: the warning's, as in :func:`warnings.warn` (callers behind decorators raise it so that it
-    points at the user's line).
+    points at the user's line). ``selects``: False where every hyperparameter is fixed and the subsample serves the
+    evidence alone (the warning says so).
     """
     n = data.X.shape[0]
     if selection_size is None:
@@ -58,10 +59,10 @@ def selection_subset(data: TrainingData, selection_size="auto", *, random_state=
     if n - size < len(data.classes):  # the rows left out could not hold every class: a stratified draw fails
         return data, None
     if automatic:
+        what = "the hyperparameters are selected" if selects else "the evidence is computed (when it is read)"
         warnings.warn(
-            f"{n} training rows: the hyperparameters are selected on a stratified subsample of {size} rows and the "
-            f"posterior is fitted on all {n}; pass selection_size=None to select on every row (slow) or a number of "
-            "rows",
+            f"{n} training rows: {what} on a stratified subsample of {size} rows and the posterior is fitted on all "
+            f"{n}; pass selection_size=None to use every row (slow) or a number of rows",
             SubsampleWarning, stacklevel=stacklevel + 1,
         )
     try:
