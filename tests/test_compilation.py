@@ -170,9 +170,12 @@ def test_the_cheap_options_leave_eps_values_as_xlas_defaults_give_them(monkeypat
 
 # a fresh process fits BayesianSVC on 40 points and predicts, and lists every program JAX compiled (its compile log)
 _FIT_AND_LIST_PROGRAMS = """
-import logging, re
+import logging, re, sys
 import jax
 jax.config.update("jax_log_compiles", True)
+if sys.argv[1:]:  # the tests' persistent cache: a program read back from it is still logged as compiling
+    jax.config.update("jax_compilation_cache_dir", sys.argv[1])
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 compiled = []
 class Programs(logging.Handler):
     def emit(self, record):
@@ -203,9 +206,12 @@ def test_a_fit_compiles_the_packages_programs_and_next_to_nothing_else():
     """Called eagerly, a jax.numpy operation (a pad, a slice, ``jnp.asarray`` of a NumPy array, a key split)
     compiles a one-operation program of its own for every shape it meets: 24 of the 41 programs of a first fit
     before the host-side code kept to NumPy. What may remain is a PRNG key's seeding (a scalar program or two)."""
+    import jax
+
     env = {key: value for key, value in os.environ.items() if not key.startswith("JAX_COMPILATION_CACHE")}
-    done = subprocess.run([sys.executable, "-c", _FIT_AND_LIST_PROGRAMS], capture_output=True, text=True, env=env,
-                          timeout=600)
+    cache = jax.config.jax_compilation_cache_dir
+    done = subprocess.run([sys.executable, "-c", _FIT_AND_LIST_PROGRAMS, *([cache] if cache else [])],
+                          capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr
     programs = [line.split("|", 2) for line in done.stdout.splitlines() if line.count("|") >= 2]
     package = {name for kind, name, _ in programs if kind == "package"}
