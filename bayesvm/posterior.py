@@ -39,7 +39,7 @@ from .inference.tilted import hinge_tilted_moments
 from .exceptions import ConvergenceWarning
 from .compilation import jit
 from .hyperparameters import coordinates_of
-from .kernels import Kernel, gram_matrix
+from .kernels import Kernel, gram_diagonal, gram_matrix
 from .inference.laplace import LaplaceFactor, laplace_factor, laplace_latent_variance
 from .model import label_probability
 from .solver.dual import MapSVM, fit_map_on_gram
@@ -124,11 +124,6 @@ def predictive_probability(mean: Array, variance: Array, C: Array | float, metho
     if method not in _PROBABILITY:
         raise ValueError(f"method must be one of {PROBABILITY_METHODS}; got {method!r}")
     return _PROBABILITY[method](as_float64(mean), None if variance is None else as_float64(variance), C)
-
-
-@jit(rarely_run=True)
-def _kernel_diag(kernel, X: Array) -> Array:
-    return kernel.diag(X)
 
 
 class ErrorBars(NamedTuple):
@@ -226,7 +221,7 @@ class Posterior(_LatentPredictions):
 
     def _latent(self, X: np.ndarray) -> tuple[Array, Array]:
         K_cross = gram_matrix(self.fit.kernel, X, np.asarray(self.fit.X, dtype=np.float64))
-        K_diag = _kernel_diag(self.fit.kernel, X)
+        K_diag = gram_diagonal(self.fit.kernel, X)
         if self.ep is not None:
             return ep_predict(self.ep, K_cross, K_diag)
         mean = np.asarray(K_cross) @ (np.asarray(self.fit.solution.alpha) * np.asarray(self.fit.y))

@@ -14,7 +14,6 @@ import warnings
 from dataclasses import dataclass
 from functools import cached_property
 
-import jax.numpy as jnp
 import numpy as np
 
 from .._precision import float64, numpy_leaves

@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ..evidence.approximations import STAND_IN_ESTIMATORS, Cells, Estimate, naive_estimator, normalization_estimator
