@@ -10,8 +10,9 @@ import pytest
 
 from bayesvm.compilation import default_cache_directory, enable_compilation_cache
 
-# a fresh process fits the MAP SVM on 20 points and reports JAX's own count of persistent-cache hits
-_FIT_AND_COUNT_HITS = """
+# a fresh process computes a Gram matrix (one of the package's compiled programs) on 20 points and reports JAX's
+# own count of persistent-cache hits
+_COMPUTE_AND_COUNT_HITS = """
 import sys
 import jax
 from jax import monitoring
@@ -19,19 +20,18 @@ hits = []
 monitoring.register_event_listener(lambda event, **kw: hits.append(event) if event.endswith("/cache_hits") else None)
 import numpy as np
 import bayesvm
+from bayesvm.kernels import gram_matrix
 print("dir on import:", jax.config.jax_compilation_cache_dir)
 bayesvm.enable_compilation_cache(sys.argv[1])
-rng = np.random.default_rng(0)
-X = rng.normal(size=(20, 2))
-y = np.where(X[:, 0] > 0, 1, -1)
-bayesvm.fit_map(X, y, C=1.0, kernel=bayesvm.RBF(amplitude=1.0, length_scale=1.0, offset=1.0))
+X = np.random.default_rng(0).normal(size=(20, 2))
+gram_matrix(bayesvm.RBF(amplitude=1.0, length_scale=1.0, offset=1.0), X)
 print("hits:", len(hits))
 """
 
 
 def _fresh_process(directory) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if not key.startswith("JAX_COMPILATION_CACHE")}
-    done = subprocess.run([sys.executable, "-c", _FIT_AND_COUNT_HITS, str(directory)], capture_output=True,
+    done = subprocess.run([sys.executable, "-c", _COMPUTE_AND_COUNT_HITS, str(directory)], capture_output=True,
                           text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
     return dict(line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line)
