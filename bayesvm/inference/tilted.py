@@ -98,6 +98,13 @@ def log_upper_tail(x: Array) -> Array:
     return _log_upper_tail_from(x, _log_mills_ratio_abs(x))
 
 
+def _continued_fraction_step(carry: tuple[Array, Array], k: Array) -> tuple[tuple[Array, Array], None]:
+    """d_k = k / (alpha + d_{k+1}), one term of :func:`_continued_fraction_tail`'s backward recursion. A module-level
+    function, so that an eager call traces and compiles its scan once per shape, not once per call."""
+    d_next, alpha = carry
+    return (k / (alpha + d_next), alpha), None
+
+
 def _continued_fraction_tail(alpha: Array) -> tuple[Array, Array]:
     """Shift t = lambda - alpha and variance w of N(0,1) truncated to [alpha, inf), large alpha.
 
@@ -107,11 +114,8 @@ def _continued_fraction_tail(alpha: Array) -> tuple[Array, Array]:
     expectation-propagation page, "Tilted moments of the hinge site").
     """
 
-    def step(d_next, k):
-        return k / (alpha + d_next), None
-
     ks = jnp.arange(_CONTINUED_FRACTION_TERMS, 2, -1, dtype=alpha.dtype)
-    d3, _ = jax.lax.scan(step, jnp.zeros_like(alpha), ks)
+    (d3, _), _ = jax.lax.scan(_continued_fraction_step, (jnp.zeros_like(alpha), alpha), ks)
     d2 = 2.0 / (alpha + d3)
     d1 = 1.0 / (alpha + d2)
     return d1, 0.5 * d1 * d1 * d2 * (alpha + 2.0 * d2 - d3)
