@@ -98,6 +98,23 @@ def prior_draws(K, n_draws, seed):
     return np.random.default_rng(seed).standard_normal((n_draws, len(K))) @ L.T
 
 
+def log_label_likelihood_numpy(y, theta, C):
+    """ln Q(y | theta) = ln kappa(C) - C max(0, 1 - y theta) written out in numpy (independent of bayesvm.model)."""
+    return -np.logaddexp(0.0, -2.0 * C) - C * np.maximum(0.0, 1.0 - y * theta)
+
+
+def compiled(function):
+    """``function`` traced once per input shape in float64, as the package's compiled programs (EP's loop, the
+    samplers) run it; called eagerly, every operation in it would compile a program of its own."""
+    jitted = jax.jit(function)
+
+    def call(*args):
+        with float64_scope():
+            return jitted(*args)
+
+    return call
+
+
 def log_mean_exp_with_se(log_w):
     """ln mean exp(log_w) and its delta-method standard error."""
     w = np.exp(log_w - log_w.max())
@@ -109,15 +126,19 @@ def log_mean_exp_with_se(log_w):
 # ---------------------------------------------------------------------------
 
 
+_log_nu_with_derivatives = compiled(
+    lambda theta, C: (log_nu(theta, C), jax.vmap(jax.grad(log_nu, argnums=(0, 1)), (0, None))(theta[:4001], C))
+)
+
+
 @pytest.mark.parametrize("C", [1e-4, 0.3, 1.0, 7.0, 300.0])
 def test_log_nu_is_its_definition_with_its_derivatives(C):
     """ln nu against its definition (two exponents, numpy's logaddexp) on a grid that crosses the kinks at
     |theta| = 1 and reaches the far tails, 0 exactly at |theta| = 1, and its derivatives in theta and C against
     central differences of the definition away from the kinks."""
     theta = np.concatenate([np.linspace(-60.0, 60.0, 4001), [-1.0, 1.0, 0.0, 1e-300, 1e300, -1e300]])
-    with float64_scope():
-        value = np.asarray(log_nu(jnp.asarray(theta), C))
-        d_theta, d_C = jax.vmap(jax.grad(log_nu, argnums=(0, 1)), (0, None))(jnp.asarray(theta[:4001]), C)
+    value, (d_theta, d_C) = _log_nu_with_derivatives(theta, C)
+    value = np.asarray(value)
     np.testing.assert_allclose(value, log_nu_numpy(theta, C), rtol=1e-14, atol=1e-14)
     assert value[4001] == 0.0 and value[4002] == 0.0
     smooth = np.abs(np.abs(theta[:4001]) - 1.0) > 1e-3
@@ -129,10 +150,13 @@ def test_log_nu_is_its_definition_with_its_derivatives(C):
     assert np.max((np.abs(np.asarray(d_C) - fd_C) / scale)[smooth]) < 1e-6
 
 
+_standard_tail_moments = compiled(standard_tail_moments)
+
+
 @pytest.mark.parametrize("alpha", [-30.0, -3.0, 0.0, 1.5, 3.99, 4.0, 7.0, 10.0])
 def test_standard_tail_moments_match_scipy_truncnorm(alpha):
     dist = stats.truncnorm(alpha, np.inf)
-    t, w = standard_tail_moments(alpha)
+    t, w = _standard_tail_moments(alpha)
     np.testing.assert_allclose(alpha + float(t), dist.mean(), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(float(w), dist.var(), rtol=1e-8)
 
@@ -142,10 +166,9 @@ def test_log_upper_tail_and_mills_ratio_match_scipy():
     # the erfcx band near x = 37.6, and far out; the gradient against -phi(x) / Phi(-x)
     x = np.concatenate([np.linspace(-37.0, 40.0, 20001), [-1e-12, 0.0, 1e-12, 37.55, 37.6, 37.65, 1e3, 1e5]])
     reference = special.log_ndtr(-x)
-    with float64_scope():
-        value = np.asarray(log_upper_tail(jnp.asarray(x)))
-        mills = np.asarray(log_mills_ratio(jnp.asarray(x)))
-        gradient = np.asarray(jax.vmap(jax.grad(log_upper_tail))(jnp.asarray(x)))
+    value, mills, gradient = (np.asarray(a) for a in compiled(
+        lambda x: (log_upper_tail(x), log_mills_ratio(x), jax.vmap(jax.grad(log_upper_tail))(x))
+    )(x))
     np.testing.assert_allclose(value, reference, rtol=1e-12, atol=1e-300)
     inner = np.abs(x) <= 1e3  # beyond, scipy's difference of two huge logs loses the digits: the series there
     np.testing.assert_allclose(mills[inner], (reference - stats.norm.logpdf(x))[inner], rtol=1e-10, atol=1e-14)
@@ -157,7 +180,7 @@ def test_log_upper_tail_and_mills_ratio_match_scipy():
 def test_tail_moments_far_tail_follow_asymptotics():
     # N(0,1) cut at alpha -> exponential of rate alpha: t ~ 1/alpha - 2/alpha^3, w ~ 1/alpha^2 - 6/alpha^4
     alpha = np.array([1e3, 1e6, 1e9])
-    t, w = (np.asarray(a) for a in standard_tail_moments(alpha))
+    t, w = np.array([[float(a) for a in _standard_tail_moments(float(x))] for x in alpha]).T
     np.testing.assert_allclose(t, 1 / alpha - 2 / alpha**3, rtol=1e-9)
     np.testing.assert_allclose(w, 1 / alpha**2 - 6 / alpha**4, rtol=1e-9)
 
@@ -171,9 +194,13 @@ HINGE_CASES = [
 ]
 
 
+_hinge_tilted_moments = compiled(hinge_tilted_moments)
+_nu_tilted_moments = compiled(nu_tilted_moments)
+
+
 @pytest.mark.parametrize("mu,v,C,sign", HINGE_CASES)
 def test_hinge_tilted_moments_match_quadrature(mu, v, C, sign):
-    log_z, mean, var = (float(a) for a in hinge_tilted_moments(mu, v, C, sign))
+    log_z, mean, var = (float(a) for a in _hinge_tilted_moments(mu, v, C, sign))
     ref = hinge_reference(mu, v, C, sign)
     np.testing.assert_allclose(log_z, ref[0], rtol=1e-9, atol=1e-9)
     assert abs(mean - ref[1]) <= 1e-8 * max(abs(ref[1]), np.sqrt(ref[2]))
@@ -182,19 +209,18 @@ def test_hinge_tilted_moments_match_quadrature(mu, v, C, sign):
 
 def test_hinge_tilted_moments_sign_symmetry():
     # exp(-C l(-theta)) under N(mu, v) is the mirror image of exp(-C l(theta)) under N(-mu, v).
-    mu, v, C = np.array([-2.0, 0.3, 7.0]), np.array([0.1, 2.0, 50.0]), 1.3
-    plus = hinge_tilted_moments(-mu, v, C, 1.0)
-    minus = hinge_tilted_moments(mu, v, C, -1.0)
-    np.testing.assert_allclose(minus.log_z, plus.log_z, rtol=1e-14)
-    np.testing.assert_allclose(minus.mean, -plus.mean, rtol=1e-14)
-    np.testing.assert_allclose(minus.variance, plus.variance, rtol=1e-14)
+    C = 1.3
+    for mu, v in [(-2.0, 0.1), (0.3, 2.0), (7.0, 50.0)]:
+        plus = [float(a) for a in _hinge_tilted_moments(-mu, v, C, 1.0)]
+        minus = [float(a) for a in _hinge_tilted_moments(mu, v, C, -1.0)]
+        np.testing.assert_allclose(minus, [plus[0], -plus[1], plus[2]], rtol=1e-14)
 
 
 @pytest.mark.parametrize(
     "mu,v,C", [(0.0, 0.05, 1.0), (0.0, 4.0, 10.0), (0.7, 0.3, 3.0), (-2.0, 1.0, 0.5), (30.0, 1e2, 1e-3), (-1.0, 1e-4, 1e2)]
 )
 def test_nu_tilted_moments_match_quadrature(mu, v, C):
-    log_z, mean, var = (float(a) for a in nu_tilted_moments(mu, v, C))
+    log_z, mean, var = (float(a) for a in _nu_tilted_moments(mu, v, C))
     ref = nu_reference(mu, v, C)
     np.testing.assert_allclose(log_z, ref[0], rtol=1e-9, atol=1e-9)
     assert abs(mean - ref[1]) <= 1e-8 * max(abs(ref[1]), np.sqrt(ref[2]))
