@@ -434,16 +434,17 @@ def test_problem_sizes_cover_n_with_bounded_padding():
 
 
 def test_padding_to_the_compiled_size_changes_nothing():
-    # The entry points pad n to a shared compiled size (here 65 -> 72) with flat sites under a
-    # unit-variance prior block. Reference: EP's own loop on the unpadded problem.
+    # The entry points pad n to a shared compiled size (here 5 -> 64, the size every problem of up to 64 points
+    # shares) with flat sites under a unit-variance prior block. Reference: EP's own loop on the unpadded problem.
+    from bayesvm._linalg import problem_size
     from bayesvm.inference.ep_loop import label_sites, nu_sites, run_ep
 
-    K, X = rbf_gram(65, 3.0, seed=21)
+    assert problem_size(5) == 64
+    K, X = rbf_gram(5, 3.0, seed=21)
     y = np.where(X[:, 0] > 0, 1.0, -1.0)
     with float64_scope():
-        K = jnp.asarray(K)
         for padded, (moments, negative) in [
-            (ep_log_evidence(K, y, 2.0), (label_sites(jnp.asarray(y), 2.0), False)),
+            (ep_log_evidence(K, y, 2.0), (label_sites(y, 2.0), False)),
             (ep_log_normalization(K, 2.0), (nu_sites(2.0), True)),
         ]:
             reference = jax.jit(lambda K: run_ep(K, moments, negative, 0.5, 200, 1e-8, 0.0))(K)
