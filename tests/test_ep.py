@@ -485,9 +485,11 @@ def test_batch_matches_strict_single_runs(sites):
     base = np.asarray(RBF(length_scale=1.2, amplitude=1.0, offset=0.5)(X))
     scales = np.array([30.0, 3.0, 1.0, 100.0, 0.3])
     Cs = np.array([0.1, 1.0, 3.0, 1.0, 10.0])
-    batch = ep_log_z_batch(base, scales, Cs, y if sites == "labels" else None,
-                           sites=sites)
-    assert bool(jnp.all(batch.converged))
+    # in batches of three cells (the selection's batch size), the last filled up by repeating its last cell
+    batches = [np.minimum(np.arange(start, start + 3), len(scales) - 1) for start in (0, 3)]
+    runs = [ep_log_z_batch(base, scales[i], Cs[i], y if sites == "labels" else None, sites=sites) for i in batches]
+    batch = jax.tree_util.tree_map(lambda *runs: np.concatenate([np.asarray(r) for r in runs])[: len(scales)], *runs)
+    assert np.all(batch.converged)
     for t, (scale, C) in enumerate(zip(scales, Cs)):
         K = scale * base
         # reference: label sites converged on the site parameters; nu sites, whose parameters keep creeping
@@ -522,8 +524,10 @@ def _equicorrelated_log_normalization(n: int, amplitude: float, independent: flo
 
 
 def _equicorrelated_ep(n: int, amplitude: float, independent: float, C: float):
+    """ln Z by EP (the selection's batched nu sites) on the equicorrelated prior, in a batch of three copies of the
+    cell (the batch size of the module's other batches: they share one compiled program)."""
     base = (1.0 - independent) * np.ones((n, n)) + independent * np.eye(n)
-    return ep_log_z_batch(base, np.array([amplitude]), np.array([C]), None, sites="nu")
+    return jax.tree_util.tree_map(np.asarray, ep_log_z_batch(base, np.full(3, amplitude), np.full(3, C), None, sites="nu"))
 
 
 def test_nu_ep_convergence_test_is_scale_free():
@@ -567,7 +571,7 @@ def test_an_unconverged_ep_loop_is_followed_by_the_next_one(monkeypatch):
 
     fit = _breast_cancer_fit()
     alone = naive_evidence(fit, "ep")
-    cells = point_cells(fit.X, fit.kernel, [fit.C, 2.0 * fit.C], y=fit.y)
+    cells = point_cells(fit.X, fit.kernel, [fit.C, 2.0 * fit.C, 4.0 * fit.C], y=fit.y)  # one batch of three cells
     batch_alone = naive_estimator("ep")(cells)
     monkeypatch.setattr(ep_module, "EP_LOOPS", ((0.5, 1), (0.5, 200)))
     monkeypatch.setattr(approximations, "EP_LOOPS", ((0.5, 1), (0.5, 200)))
