@@ -71,8 +71,8 @@ def test_a_batch_of_ard_kernels_works_under_vmap():
     X, _ = _problem(20, 3)
     scales = np.array([[0.5, 1.0, 2.0], [1.0, 1.0, 1.0], [3.0, 0.2, 1.5]])
     with float64_scope():
-        batch = RBF(length_scale=jnp.asarray(scales), amplitude=jnp.ones(3), offset=jnp.zeros(3))
-        grams = jax.vmap(lambda k: k(jnp.asarray(X)))(batch)
+        batch = RBF(length_scale=scales, amplitude=np.ones(3), offset=np.zeros(3))
+        grams = jax.vmap(lambda k: k(X))(batch)
     for b in range(3):
         np.testing.assert_allclose(np.asarray(grams[b]), gp_kernels.RBF(scales[b])(X), atol=1e-12)
 
@@ -242,7 +242,7 @@ def test_path_gradient_in_every_length_scale_is_the_gradient_of_its_estimate():
 
 @pytest.fixture(scope="module")
 def ard_fit():
-    X, y = _problem(120, 5)
+    X, y = _problem(64, 3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         warnings.simplefilter("ignore", BayesvmWarning)
@@ -252,7 +252,7 @@ def ard_fit():
 def test_ard_selection_switches_off_the_noise_features(ard_fit):
     _, _, model = ard_fit
     relevant, noise = model.length_scale_[:2], model.length_scale_[2:]
-    assert model.length_scale_.shape == (5,)
+    assert model.length_scale_.shape == (3,)
     assert model.selection_.report.trusted
     assert noise.min() > 3.0 * relevant.max()
 
@@ -264,11 +264,11 @@ def test_ard_selection_reports_the_evidence_of_its_kernel(ard_fit):
     kernel = RBF(length_scale=model.length_scale_, amplitude=model.amplitude_, offset=model.offset_)
     fixed = bayesvm.log_evidence(X, y, C=model.C_, kernel=kernel)
     assert fixed.total == pytest.approx(model.log_evidence_, abs=1e-8)
-    with pytest.raises(ValueError, match="theta must be 8 finite log hyperparameters"):
+    with pytest.raises(ValueError, match="theta must be 6 finite log hyperparameters"):
         model.log_marginal_likelihood(theta[:4])
     record = json.loads(json.dumps(model.selection_.to_dict()))
     np.testing.assert_allclose(record["best"]["length_scale"], model.length_scale_)
-    assert len(record["path"][0]["x"]) == 8
+    assert len(record["path"][0]["x"]) == 6
 
 
 def test_kernel_families_with_the_same_fields_never_share_a_compiled_program():

@@ -3,7 +3,6 @@
 import itertools
 import warnings
 
-import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy.optimize import minimize
@@ -176,12 +175,14 @@ def test_k_problems_in_one_ep_batch_equal_k_separate_runs(prior):
         low_rank_naive_evidence_and_gradient, low_rank_naive_evidences_and_gradient)
 
     X, y = load_iris(return_X_y=True)
-    X, y = X[::2], y[::2]
+    # the full prior: 50 rows (padded to 64, the size of the module's other fits); the low-rank one: 75 rows
+    # through 30 inducing inputs
+    X, y = (X[::3], y[::3]) if prior == "full" else (X[::2], y[::2])
     Y = np.where(y[None, :] == np.arange(3)[:, None], 1.0, -1.0)
-    x = jnp.log(jnp.array([1.0, 3.0, 1.0, 1.5]))
+    x = np.log([1.0, 3.0, 1.0, 1.5])
     template = RBF()
-    loop = {"tol": 1e-10, "log_z_tol": 0.0, "max_iter": 500}
-    Z = jnp.asarray(X[::5])
+    loop = {"tol": 1e-10, "log_z_tol": 0.0}
+    Z = X[np.arange(X.shape[0]) % 5 < 2]
     with float64_scope():
         if prior == "full":
             single = [ep_naive_evidence_and_gradient(x, X, y_pm, template, zero_sites(X.shape[0]), **loop)

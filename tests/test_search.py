@@ -67,12 +67,12 @@ def test_ep_gradient_matches_finite_differences(name, template, hyper):
 
 
 def test_warm_start_reaches_the_same_fixed_point_in_fewer_sweeps():
-    X, y = _subsample("breast_cancer", 80)
+    X, y = _subsample("breast_cancer", 60)
     x0, x1 = np.log([1.0, 10.0, 1.0, 5.0]), np.log([1.3, 14.0, 0.8, 5.5])
     with float64_scope():
         Xj, yj = jnp.asarray(X), jnp.asarray(y, dtype=jnp.float64)
-        sites = ep_naive_evidence_and_gradient(jnp.asarray(x0), Xj, yj, RBF(), zero_sites(80)).sites
-        cold = ep_naive_evidence_and_gradient(jnp.asarray(x1), Xj, yj, RBF(), zero_sites(80), tol=1e-8)
+        sites = ep_naive_evidence_and_gradient(jnp.asarray(x0), Xj, yj, RBF(), zero_sites(60)).sites
+        cold = ep_naive_evidence_and_gradient(jnp.asarray(x1), Xj, yj, RBF(), zero_sites(60), tol=1e-8)
         warm = ep_naive_evidence_and_gradient(jnp.asarray(x1), Xj, yj, RBF(), sites, tol=1e-8)
     assert bool(cold.converged) and bool(warm.converged)
     assert abs(float(warm.value) - float(cold.value)) < 1e-6
@@ -80,20 +80,20 @@ def test_warm_start_reaches_the_same_fixed_point_in_fewer_sweeps():
 
 
 def test_nearby_sizes_share_the_search_programs_and_padding_changes_nothing():
-    """n = 97 and 99 both run padded to 104 points: one compilation each for EP and the path's reweighting (at an
+    """n = 57 and 59 both run padded to 64 points: one compilation each for EP and the path's reweighting (at an
     anchor's own point and away from it), and the padded ln Q(D) is EP's at full tolerance (``ep_log_evidence``,
     the same program from cold sites)."""
     from bayesvm.inference.ep import _padded_label_run, ep_log_evidence
     from bayesvm.normalization.path import _reweighted
 
-    X, y = _subsample("breast_cancer", 99)
+    X, y = _subsample("breast_cancer", 59)
     x = np.log([1.0, 10.0, 1.0, 5.0])
     template = RBF()
     before = _padded_label_run._cache_size(), _reweighted._cache_size()
     with float64_scope(), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         warnings.simplefilter("ignore", BayesvmWarning)
-        for n in (97, 99):
+        for n in (57, 59):
             search = _tight_ep(x, X[:n], y[:n], template)
             path = NormalizationPath(jnp.asarray(X[:n]), template, key=0)
             path.estimate(x)
@@ -199,7 +199,7 @@ def test_where_an_anchor_stops_serving_the_path_hands_over_to_the_next_continuou
 
 @pytest.fixture(scope="module")
 def demo_selection():
-    X, y = _subsample("breast_cancer", 80)
+    X, y = _subsample("breast_cancer", 60)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         warnings.simplefilter("ignore", BayesvmWarning)
@@ -420,7 +420,7 @@ def test_refining_the_path_drops_the_anchor_a_fresh_estimate_contradicts_and_kee
         again = path.refine(x1, tolerance=1.0)  # agrees with the first refinement: both kept
         assert len(path.anchors) == 2 and path.n_refinements == 2
         C, kernel = float(np.exp(x1[0])), RBF().replace(**kernel_hyperparameters_at(RBF(), x1))
-        reference = annealed_log_normalization(kernel, C, 60, X, route="product", key=11, n_particles=512)
+        reference = annealed_log_normalization(kernel, C, 60, X, route="product", key=11)
     assert reference.runs_agree
     for estimate in (refined, again, path.estimate(x1)):
         assert abs(estimate.value - reference.value) <= max(1.0, 3 * np.hypot(estimate.se, reference.se))
@@ -453,7 +453,7 @@ def test_a_path_anchored_on_the_checks_particles_matches_fresh_estimates_nearby(
             estimate = path.estimate(near)
             assert not estimate.anchored and path.n_anchors == 0
             C_near, kernel_near = float(np.exp(near[0])), RBF().replace(**kernel_hyperparameters_at(RBF(), near))
-            fresh = annealed_log_normalization(kernel_near, C_near, 60, X, route="product", key=17, n_particles=512)
+            fresh = annealed_log_normalization(kernel_near, C_near, 60, X, route="product", key=17)
             assert fresh.runs_agree
             assert abs(estimate.value - fresh.value) <= max(0.3, 3 * np.hypot(estimate.se, fresh.se))
 
