@@ -110,13 +110,13 @@ def on_padded_rows(function, *arrays):
     return jax.tree_util.tree_map(lambda out: np.asarray(out)[:m], function(*(pad_rows(a, size) for a in arrays)))
 
 
-def buffer_size(count: int, n: int) -> int:
-    """A static buffer for a subset of ``count`` of ``n`` points.
+def buffer_size(count: int, n: int, smallest: int = 32) -> int:
+    """A static buffer for a subset of ``count`` of ``n`` points, at least ``smallest`` (or n).
 
     Room for growth (the solver's free set can grow while it is polished),
     rounded up to a power of two so that few distinct sizes get compiled.
     """
-    wanted = max(32, int(1.25 * count) + 16)
+    wanted = max(smallest, int(1.25 * count) + 16)
     return min(n, 1 << (wanted - 1).bit_length())
 
 

@@ -241,7 +241,9 @@ def _solve_adaptive(ascend, finish, K, y, C, tol, max_iter):
     alpha, theta, n_iter = ascend(K, y, C, tol, max_iter=max_iter)
     alpha_host = np.asarray(alpha)
     n_free = int(np.max(np.sum((alpha_host > 0) & (alpha_host < np.expand_dims(np.asarray(C), -1)), axis=-1)))
-    max_free = _linalg.buffer_size(n_free, size)
+    # the free-set buffer is at least the smallest padded size: a smaller one would be one more compiled program
+    # (per problem size) for a polish whose cost at that size is next to nothing
+    max_free = _linalg.buffer_size(n_free, size, smallest=_linalg.SMALLEST_PROBLEM_SIZE)
     solution = finish(K, y, C, alpha, theta, n_iter, tol, max_iter=max_iter, max_free=max_free)
     return solution._replace(alpha=np.asarray(solution.alpha)[..., :n], theta=np.asarray(solution.theta)[..., :n],
                              marginal=np.asarray(solution.marginal)[..., :n])
