@@ -3,8 +3,9 @@
 Each block is one (shape, offset ratio) of the grid: its (C k0, C) cells go
 to the approximations of :mod:`bayesvm.evidence.approximations` as one batch of
 :class:`~bayesvm.evidence.approximations.Cells`, with screening settings (EP stops once
-ln Z has settled to 1e-3 nats; tempered SMC runs 8 runs of 64 particles with 3 moves per temperature, a budget
-of its own well below the check's). Cells whose estimate is not to be trusted (EP not
+ln Z has settled to 1e-3 nats; tempered SMC has a search anchor's plan, 4 runs of
+128 particles with 3 moves per temperature, well below the check's, on the check's
+compiled sampler). Cells whose estimate is not to be trusted (EP not
 converged, SMC runs disagreeing, too few effective prior draws) and cells
 whose amplitude float64 cannot resolve (k0 above
 :func:`bayesvm.hyperparameters.max_amplitude`: rounding in the prior
@@ -56,7 +57,7 @@ _SOLVE_BATCH = 3
 #: the screening settings of the surface's EP runs and tempered-SMC ln N(D) (module docstring); a sampled
 #: ln Q(D) keeps its full budget (it is the reference, not a screen)
 _SCREEN_EP = {"tol": 1e-4, "log_z_tol": 1e-3}
-_SCREEN_BUDGET = EvidenceBudget(n_particles=64, anchor_runs=8, anchor_moves=3)
+_SCREEN_BUDGET = EvidenceBudget()  # at role="anchor"
 _STACKLEVEL = 6
 
 
