@@ -152,6 +152,21 @@ def test_mean_route_two_points_matches_quadrature():
     assert_close(annealed_log_normalization(KERNEL, C, n, X2, route="mean", key=0), exact)
 
 
+def test_the_stand_in_route_takes_moves_for_its_exponent_and_matches_quadrature():
+    """bayesvm.log_normalization's "annealed-stand-in" route, ln E[(mean_j nu(theta_j))^500] over two stand-in
+    inputs: the exponent makes the integrand sharp, so the budget's moves per temperature follow n = 500, not the
+    two inputs; the estimate against 2-D quadrature."""
+    from bayesvm.normalization.budget import EvidenceBudget
+
+    K = np.asarray(KERNEL(X2))
+    n = 500
+    exact = log_quad_2d(lambda t1, t2: n * np.log(0.5 * (nu_np(t1, C) + nu_np(t2, C))), K)
+    estimate = bayesvm.log_normalization(kernel=KERNEL, C=C, n=n, inputs=X2, method="annealed-stand-in")
+    assert estimate.diagnostics["n_mcmc_steps"] == EvidenceBudget().moves(n) == 10
+    assert estimate.trusted and np.isfinite(estimate.se) and estimate.se > 0
+    assert abs(estimate.value - exact) < N_SE * estimate.se + FLOOR, (estimate.value, estimate.se, exact)
+
+
 def test_product_route_two_points_matches_quadrature():
     K = np.asarray(KERNEL(X2))
     exact = log_quad_2d(lambda t1, t2: np.log(nu_np(t1, C)) + np.log(nu_np(t2, C)), K)

@@ -141,6 +141,7 @@ def test_where_the_prior_started_runs_disagree_the_check_takes_eps_gaussian_as_i
     assert check.likelihood_evaluations > prior_only.likelihood_evaluations
 
 
+@pytest.mark.slow
 def test_the_stand_in_route_takes_moves_for_its_exponent_and_lands_near_a_long_reference():
     """ln E[(mean_j nu(theta_j))^500] over 200 grid inputs (RBF length scale 0.1, k0 = 2, no offset, C = 2): the
     exponent makes the integrand sharp, so the budget's moves follow n = 500, not the 200 inputs. A long annealed
