@@ -15,7 +15,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy import integrate
-from scipy.stats import norm
 from sklearn.model_selection import train_test_split
 
 from bayesvm._precision import float64_scope
@@ -44,8 +43,8 @@ def log_nu_smoothed_quad(u, d, C):
         return float(np.log(nu_np(u, C)))
     s = np.sqrt(d)
     kinks = [k for k in (-1.0 - u, 1.0 - u) if abs(k) < 12 * s]
-    value, _ = integrate.quad(
-        lambda e: norm.pdf(e, scale=s) * nu_np(u + e, C), -12 * s, 12 * s,
+    value, _ = integrate.quad(  # the normal density written out, cheap at every node of the rule
+        lambda e: np.exp(-0.5 * (e / s) ** 2) / (s * np.sqrt(2.0 * np.pi)) * nu_np(u + e, C), -12 * s, 12 * s,
         points=kinks or None, limit=400, epsabs=0.0, epsrel=1e-12,
     )
     return float(np.log(value))
