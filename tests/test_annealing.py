@@ -355,7 +355,7 @@ def test_where_the_prior_started_runs_disagree_the_default_is_trusted_and_two_lo
     assert prior_route.value <= default.value + 3.0 * np.hypot(prior_route.se, default.se) + FLOOR
 
 
-@pytest.mark.parametrize("masked", [True, False])
+@pytest.mark.parametrize("masked", [True, False], ids=["masked", "every-latent"])
 def test_ep_started_normalisation_matches_brute_force_monte_carlo_on_six_points(masked):
     """Tempered SMC from EP's Gaussian (bayesvm.normalization.ep_started) against 10^6 plain prior draws at n = 6,
     on the six points' factor padded with independent N(0, 1) latents to the smallest problem size (where a fit's
