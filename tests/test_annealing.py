@@ -83,7 +83,9 @@ def assert_close(result, reference):
 
 
 KERNEL = RBF(length_scale=0.5, amplitude=1.0, offset=0.5)
-X1 = np.array([[0.3]])
+#: one input given twice: its two latents coincide, so an integral over them is the one-point integral (the
+#: one-point checks share the two-point tests' compiled sampler)
+X1_TWICE = np.array([[0.3], [0.3]])
 X2 = np.array([[0.0], [0.4]])
 C = 2.0
 
@@ -122,22 +124,24 @@ def test_geometric_schedule_must_start_at_zero():
 
 @pytest.mark.parametrize("n", [1, 10, 100])
 def test_mean_route_single_point_matches_quadrature(n):
-    k = float(KERNEL(X1)[0, 0])
+    """One input given as two coinciding stand-ins (theta_1 = theta_2, so the mean of nu over them is nu(theta_1)
+    and the integral is the one-point one): the mean route against 1-D quadrature at n = 1, 10 and 100."""
+    k = float(np.asarray(KERNEL(X1_TWICE))[0, 0])
     exact = log_quad_1d(lambda t: n * np.log(nu_np(t, C)), k)
-    result = annealed_log_normalization(KERNEL, C, n, X1, route="mean", key=n)
+    result = annealed_log_normalization(KERNEL, C, n, X1_TWICE, route="mean", key=n)
     assert_close(result, exact)
 
 
 def test_two_seeds_agree_within_their_errors():
-    a = annealed_log_normalization(KERNEL, C, 100, X1, route="mean", key=11)
-    b = annealed_log_normalization(KERNEL, C, 100, X1, route="mean", key=12)
+    a = annealed_log_normalization(KERNEL, C, 100, X2, route="mean", key=11)
+    b = annealed_log_normalization(KERNEL, C, 100, X2, route="mean", key=12)
     assert a.value != b.value
     assert abs(a.value - b.value) < N_SE * np.hypot(a.se, b.se)
 
 
 def test_same_key_gives_common_random_numbers():
-    a = annealed_log_normalization(KERNEL, C, 10, X1, route="mean", key=5)
-    b = annealed_log_normalization(KERNEL, C, 10, X1, route="mean", key=5)
+    a = annealed_log_normalization(KERNEL, C, 10, X2, route="mean", key=5)
+    b = annealed_log_normalization(KERNEL, C, 10, X2, route="mean", key=5)
     np.testing.assert_array_equal(a.log_z_runs, b.log_z_runs)
 
 
@@ -148,17 +152,34 @@ def test_mean_route_two_points_matches_quadrature():
     assert_close(annealed_log_normalization(KERNEL, C, n, X2, route="mean", key=0), exact)
 
 
+def test_the_stand_in_route_takes_moves_for_its_exponent_and_matches_quadrature():
+    """bayesvm.log_normalization's "annealed-stand-in" route, ln E[(mean_j nu(theta_j))^500] over two stand-in
+    inputs: the exponent makes the integrand sharp, so the budget's moves per temperature follow n = 500, not the
+    two inputs; the estimate against 2-D quadrature."""
+    from bayesvm.normalization.budget import EvidenceBudget
+
+    K = np.asarray(KERNEL(X2))
+    n = 500
+    exact = log_quad_2d(lambda t1, t2: n * np.log(0.5 * (nu_np(t1, C) + nu_np(t2, C))), K)
+    estimate = bayesvm.log_normalization(kernel=KERNEL, C=C, n=n, inputs=X2, method="annealed-stand-in")
+    assert estimate.diagnostics["n_mcmc_steps"] == EvidenceBudget().moves(n) == 10
+    assert estimate.trusted and np.isfinite(estimate.se) and estimate.se > 0
+    assert abs(estimate.value - exact) < N_SE * estimate.se + FLOOR, (estimate.value, estimate.se, exact)
+
+
 def test_product_route_two_points_matches_quadrature():
     K = np.asarray(KERNEL(X2))
     exact = log_quad_2d(lambda t1, t2: np.log(nu_np(t1, C)) + np.log(nu_np(t2, C)), K)
     assert_close(annealed_log_normalization(KERNEL, C, 2, X2, route="product", key=0), exact)
 
 
-@pytest.mark.parametrize("y", [[1.0], [-1.0]])
+@pytest.mark.parametrize("y", [[1.0, 1.0], [-1.0, -1.0]])
 def test_naive_evidence_one_point_matches_quadrature(y):
-    K = np.asarray(KERNEL(X1))
+    """One input given twice with one label (coinciding latents: ln Q(D) = 2 ln kappa + ln INT N(t; 0, k)
+    exp(-2 C l(y t)) dt, a 1-D integral), for either label, against quadrature."""
+    K = np.asarray(KERNEL(X1_TWICE))
     kappa = 1.0 / (1.0 + np.exp(-2.0 * C))
-    exact = np.log(kappa) + log_quad_1d(lambda t: -C * np.maximum(0.0, 1.0 - y[0] * t), K[0, 0])
+    exact = 2 * np.log(kappa) + log_quad_1d(lambda t: -2 * C * np.maximum(0.0, 1.0 - y[0] * t), K[0, 0])
     assert_close(annealed_log_naive_evidence(K, y, C, key=0), exact)
 
 
@@ -269,9 +290,15 @@ def test_default_normalisation_matches_brute_force_monte_carlo_on_six_points():
 
 def test_streams_of_one_key_are_reproducible_and_independent():
     """The same key and stream give the same runs (common random numbers), another stream other runs: the
-    budget's rounds are streams of one key, each drawn inside the compiled sampler."""
+    budget's rounds are streams of one key, each drawn inside the compiled sampler (on the factor padded to the
+    problem size, as the budget runs it)."""
+    from bayesvm._linalg import problem_size
+    from bayesvm.normalization.annealing import padded
+
     chol, c = _hard_product_route(n=23)
-    kwargs = dict(args=(c,), key=5, n_particles=16, n_runs=8, n_mcmc_steps=1)
+    with float64_scope():
+        chol, mask = padded(chol, problem_size(23))
+    kwargs = dict(args=(c, mask), key=5, n_runs=8, n_mcmc_steps=1)
     first = annealed_log_expectation(chol, product_route_log_likelihood, **kwargs)
     again = annealed_log_expectation(chol, product_route_log_likelihood, stream=0, **kwargs)
     other = annealed_log_expectation(chol, product_route_log_likelihood, stream=1, **kwargs)
@@ -328,10 +355,13 @@ def test_where_the_prior_started_runs_disagree_the_default_is_trusted_and_two_lo
     assert prior_route.value <= default.value + 3.0 * np.hypot(prior_route.se, default.se) + FLOOR
 
 
-@pytest.mark.parametrize("padding", [0, 3])
-def test_ep_started_normalisation_matches_brute_force_monte_carlo_on_six_points(padding):
+@pytest.mark.parametrize("masked", [True, False], ids=["masked", "every-latent"])
+def test_ep_started_normalisation_matches_brute_force_monte_carlo_on_six_points(masked):
     """Tempered SMC from EP's Gaussian (bayesvm.normalization.ep_started) against 10^6 plain prior draws at n = 6,
-    on the plain factor and on one padded with independent N(0, 1) latents that the mask leaves out."""
+    on the six points' factor padded with independent N(0, 1) latents to the smallest problem size (where a fit's
+    check runs this route): with the mask leaving the padding out, and with no mask, every latent in the product
+    (the padding's then adds ln E_{z ~ N(0, 1)}[nu(z)] per latent, by quadrature)."""
+    from bayesvm._linalg import problem_size
     from bayesvm.normalization.annealing import padded
 
     X = np.random.default_rng(5).normal(size=(6, 2))
@@ -340,19 +370,24 @@ def test_ep_started_normalisation_matches_brute_force_monte_carlo_on_six_points(
     K = np.asarray(kernel(X))
     brute, brute_se = _brute_force_log_normalization(K, c)
     with float64_scope():
-        chol, mask = padded(prior_factor(K), 6 + padding)
-    result, start = annealed_from_ep(chol, c, mask, key=1)
+        chol, mask = padded(prior_factor(K), problem_size(6))
+    if masked:
+        result, start = annealed_from_ep(chol, c, mask, key=1)
+        exact = brute
+        # the padding's weights are left at their prior N(0, 1) by EP's flat sites
+        np.testing.assert_allclose(np.asarray(start.mean)[6:], 0.0, atol=1e-12)
+    else:
+        result, start = annealed_from_ep(chol, c, key=1)
+        exact = brute + (chol.shape[0] - 6) * log_quad_1d(lambda t: np.log(nu_np(t, c)), 1.0)
     assert bool(start.converged) and result.runs_agree
-    # the padding's weights are left at their prior N(0, 1) by EP's flat sites
-    np.testing.assert_allclose(np.asarray(start.mean)[6:], 0.0, atol=1e-12)
-    assert abs(result.value - brute) < N_SE * np.hypot(result.se, brute_se) + FLOOR
+    assert abs(result.value - exact) < N_SE * np.hypot(result.se, brute_se) + FLOOR
 
 
 def test_the_ep_started_likelihood_read_from_the_tall_factors_images_is_the_dense_log_ratio():
     """The EP-started route's integrand, read at O(M) from the images (z, S z, L S z) that its tall factor carries,
-    against ln N(w; 0, I) - ln N(w; m, S S^T) + sum_i mask_i ln nu((L w)_i) at w = m + S z, the Gaussians from scipy."""
+    against ln N(w; 0, I) - ln N(w; m, S S^T) + sum_i mask_i ln nu((L w)_i) at w = m + S z, the Gaussians from scipy and nu
+    written out in NumPy."""
     from bayesvm.inference.ep_low_rank import WeightGaussian
-    from bayesvm.model import log_nu
     from bayesvm.normalization.ep_started import ep_started_factor, ep_started_log_likelihood
 
     rng = np.random.default_rng(3)
@@ -361,16 +396,13 @@ def test_the_ep_started_likelihood_read_from_the_tall_factors_images_is_the_dens
     S = np.tril(rng.normal(size=(M, M)), -1) + np.diag(rng.uniform(0.3, 1.5, M))
     m, mask = rng.normal(size=M), np.array([1.0, 1.0, 1.0, 1.0, 0.0])
     z = rng.normal(size=(3, M))
-    with float64_scope():
-        start = WeightGaussian(jnp.asarray(m), jnp.asarray(S), jnp.asarray(np.log(np.diag(S)).sum()),
-                               jnp.asarray(True))
-        images = z @ np.asarray(ep_started_factor(start, jnp.asarray(L))).T
-        got = np.asarray(ep_started_log_likelihood(jnp.asarray(images), start.mean, start.log_det_scale,
-                                                   jnp.asarray(L @ m), c, jnp.asarray(mask)))
-        w = m + z @ S.T
-        nu_terms = np.asarray(log_nu(jnp.asarray(w @ L.T), c))
+    start = WeightGaussian(m, S, np.log(np.diag(S)).sum(), np.asarray(True))
+    images = z @ ep_started_factor(start, L).T
+    with float64_scope():  # the likelihood as the sampler calls it: compiled
+        got = np.asarray(jax.jit(ep_started_log_likelihood)(images, start.mean, start.log_det_scale, L @ m, c, mask))
+    w = m + z @ S.T
     want = (multivariate_normal(np.zeros(M), np.eye(M)).logpdf(w) - multivariate_normal(m, S @ S.T).logpdf(w)
-            + nu_terms @ mask)
+            + np.log(nu_np(w @ L.T, c)) @ mask)
     np.testing.assert_allclose(got, want, rtol=1e-10)
 
 
@@ -412,15 +444,21 @@ def test_slice_moves_gathered_into_smaller_buffers_are_those_of_each_particle_al
     theta = 1.0 + 0.1 * rng.normal(size=(R, N, M))  # near the likelihood's peak: narrow slices
     ll = np.array([[log_likelihood(t) for t in run] for run in theta])
     beta = np.array([0.2, 0.5, 1.0, 1.0])
-    key = jax.random.PRNGKey(3)
-    with float64_scope():
-        new, new_ll, evals, moved = smc._elliptical_slice(
-            key, jnp.asarray(theta), jnp.asarray(ll), jnp.asarray(beta), jnp.asarray(chol),
-            jax.vmap(lambda t: -0.5 * jnp.sum((t - 1.0) ** 2) / 0.03), max_shrinks)
-        # the same draws the move makes: one direction per particle, then the uniforms
+
+    @jax.jit
+    def move_and_its_draws(key, theta, ll, beta, chol):
+        # the move as the sampler makes it (compiled), and the same draws it makes: one direction per particle,
+        # then the uniforms
+        moved = smc._elliptical_slice(key, theta, ll, beta, chol,
+                                      jax.vmap(lambda t: -0.5 * jnp.sum((t - 1.0) ** 2) / 0.03), max_shrinks)
         k_nu, k_u = jax.random.split(key)
-        nu = np.asarray(jax.random.normal(k_nu, theta.shape, jnp.float64)).reshape(R * N, M) @ chol.T
-        u = np.asarray(jax.random.uniform(k_u, (max_shrinks + 2, R * N), jnp.float64))
+        return moved, jax.random.normal(k_nu, theta.shape, theta.dtype), jax.random.uniform(
+            k_u, (max_shrinks + 2, R * N), theta.dtype)
+
+    with float64_scope():
+        (new, new_ll, evals, moved), w, u = move_and_its_draws(jax.random.PRNGKey(3), theta, ll, beta, chol)
+    nu = np.asarray(w).reshape(R * N, M) @ chol.T
+    u = np.asarray(u)
     expected = _slice_moves_one_by_one(theta.reshape(R * N, M), ll.reshape(-1), np.repeat(beta, N), nu, u,
                                        log_likelihood, max_shrinks)
     # every buffer was used: the particles still shrinking fell below its size with shrinkages left to make
@@ -447,7 +485,7 @@ def _target_second_moment(K: np.ndarray, c: float) -> np.ndarray:
 
 
 def _assert_target_moments(theta: np.ndarray, K: np.ndarray, c: float) -> None:
-    """theta (S, 8): six data latents with the target's second moments, two padding latents N(0, 1)."""
+    """theta (S, M): six data latents with the target's second moments, the M - 6 padding latents N(0, 1)."""
     exact = _target_second_moment(K, c)
     np.testing.assert_allclose(theta[:, :6].T @ theta[:, :6] / theta.shape[0], exact,
                                atol=0.05 * np.max(np.diag(exact)))
@@ -457,21 +495,24 @@ def _assert_target_moments(theta: np.ndarray, K: np.ndarray, c: float) -> None:
 def test_particles_kept_unmoved_are_moved_at_the_target_without_duplicates():
     """Particles kept as the last resampling left them (``move_last=False``: the same value, duplicates among them)
     and then moved at beta = 1 (``moves_at_target``) are distinct draws with the target's moments: the moves leave
-    the target invariant (a wrong temperature or integrand would move the moments off it)."""
+    the target invariant (a wrong temperature or integrand would move the moments off it). The six latents are
+    padded to the smallest problem size, as a fit's check keeps them; 32 runs of 128 particles give 4096 draws."""
+    from bayesvm._linalg import problem_size
     from bayesvm.normalization.annealing import DEFAULT_MAX_SHRINKS, padded
     from bayesvm.normalization.smc import moves_at_target
 
     X, kernel, c = SIX_POINTS
     K = np.asarray(kernel(X))
+    size = problem_size(6)
     with float64_scope():
-        chol, mask = padded(prior_factor(K), 8)
-        options = dict(args=(c, mask), key=1, n_particles=256, keep_particles=True)
+        chol, mask = padded(prior_factor(K), size)
+        options = dict(args=(c, mask), key=1, n_runs=32, keep_particles=True)
         moved = annealed_log_expectation(chol, product_route_log_likelihood, **options)
         kept = annealed_log_expectation(chol, product_route_log_likelihood, move_last=False, **options)
         assert kept.value == moved.value
         theta = np.asarray(moves_at_target(product_route_log_likelihood, chol, jax.random.PRNGKey(3), (c, mask),
                                            kept.particles, 5, max_shrinks=DEFAULT_MAX_SHRINKS))
     rows = kept.n_runs * kept.n_particles
-    assert len(np.unique(np.asarray(kept.particles).reshape(rows, 8), axis=0)) < 0.9 * rows
-    assert len(np.unique(theta.reshape(rows, 8), axis=0)) > 0.95 * rows
-    _assert_target_moments(theta.reshape(rows, 8), K, c)
+    assert len(np.unique(np.asarray(kept.particles).reshape(rows, size), axis=0)) < 0.9 * rows
+    assert len(np.unique(theta.reshape(rows, size), axis=0)) > 0.95 * rows
+    _assert_target_moments(theta.reshape(rows, size), K, c)
