@@ -24,6 +24,7 @@ from __future__ import annotations
 import warnings
 from typing import NamedTuple
 
+from .._precision import float64
 from .._validation import TrainingData
 from ..evidence.log_evidence import (Evidence, OneVsRestEvidence, one_vs_rest_evidence, point_cells,
                                      training_normalization)
@@ -61,6 +62,7 @@ class TrustReport(NamedTuple):
         return self.runs_agree and self.normalization_agrees and self.naive_converged
 
 
+@float64
 def check_point(data: TrainingData, C: float, kernel: Kernel, search_log_normalization: float,
                 *, random_state=0, inducing=None,
                 budget: EvidenceBudget = EvidenceBudget()) -> tuple[Evidence | OneVsRestEvidence, TrustReport,
