@@ -6,6 +6,7 @@ covariance V V^T + diag(d) with NumPy inverses, and central finite
 differences of tightly converged low-rank EP.
 """
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -69,10 +70,11 @@ def test_inducing_inputs_at_the_data_give_the_dense_evidence_and_gradient(hyper)
 @pytest.mark.parametrize("kind", ["fitc", "dtc"])
 def test_posterior_matches_the_dense_covariance(kind):
     x, X, _, Z, tau, shift = _tiny_problem(kind)
+    posterior = jax.jit(low_rank_posterior)  # compiled, as EP's loop runs it: one program, not one per operation
     with float64_scope():
         prior = low_rank_prior_at(jnp.asarray(x), jnp.asarray(X), jnp.asarray(Z), RBF(), kind)
-        post = low_rank_posterior(prior, jnp.asarray(tau), jnp.asarray(shift))
-        improper = low_rank_posterior(prior, jnp.asarray(tau - 50.0), jnp.asarray(shift))
+        post = posterior(prior, jnp.asarray(tau), jnp.asarray(shift))
+        improper = posterior(prior, jnp.asarray(tau - 50.0), jnp.asarray(shift))
     K = _dense(prior)
     if kind == "dtc":
         assert np.linalg.matrix_rank(K) == Z.shape[0] + 1  # singular K: the reference must not invert it
