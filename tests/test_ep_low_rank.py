@@ -51,17 +51,20 @@ def _tiny_problem(kind, n=12, m=4, seed=0):
 
 #: as tests/test_search.py's tight EP: the dense path's compilation is shared when both run
 TIGHT = dict(tol=1e-11, log_z_tol=0.0, max_iter=3000)
+#: low-rank EP's options as the posterior's (bayesvm.posterior.low_rank_posteriors) at a tighter tolerance: its
+#: compiled program serves both (these problems converge well within the default max_iter; each run asserts it)
+LOW_RANK_TIGHT = dict(tol=1e-11, log_z_tol=0.0)
 
 
 @pytest.mark.parametrize("hyper", [(1.0, 10.0, 1.0, 5.0), (10.0, 100.0, 0.1, 2.0), (0.3, 1000.0, 1.0, 10.0)])
 def test_inducing_inputs_at_the_data_give_the_dense_evidence_and_gradient(hyper):
-    X, y = _subsample("breast_cancer", 60)
+    X, y = _subsample("breast_cancer", 30)  # 30 rows at 30 inducing inputs: the subsample tests' low-rank evidence
     x = np.log(hyper)  # float64, as the other tests pass the hyperparameters
     with float64_scope():
         X, y = jnp.asarray(X), jnp.asarray(y, dtype=jnp.float64)
         dense = ep_log_evidence(kernel_at(RBF(), x)(X), y, hyper[0], tol=1e-11)
-        dense_path = ep_naive_evidence_and_gradient(x, X, y, RBF(), zero_sites(60), **TIGHT)
-        low = low_rank_naive_evidence_and_gradient(x, X, X, y, RBF(), zero_sites(60), **TIGHT)
+        dense_path = ep_naive_evidence_and_gradient(x, X, y, RBF(), zero_sites(30), **TIGHT)
+        low = low_rank_naive_evidence_and_gradient(x, X, X, y, RBF(), zero_sites(30), **LOW_RANK_TIGHT)
     assert bool(dense.converged) and bool(dense_path.converged) and bool(low.converged)
     assert abs(float(low.value) - float(dense.log_z)) < 1e-6
     np.testing.assert_allclose(np.asarray(low.gradient), np.asarray(dense_path.gradient), rtol=1e-6, atol=1e-6)
@@ -111,13 +114,8 @@ def test_predictions_match_the_dense_joint_posterior(kind):
     np.testing.assert_allclose(np.asarray(variance), np.diag(sigma)[n:], rtol=0, atol=1e-10)
 
 
-def _inducing(X, m=15):
+def _inducing(X, m=30):
     return KMeans(n_clusters=m, n_init=1, random_state=0).fit(X).cluster_centers_
-
-
-#: EP's options as the posterior's (bayesvm.posterior.low_rank_posteriors) at a tighter tolerance: its compiled
-#: program serves both (these problems converge well within the default max_iter)
-LOW_RANK_TIGHT = dict(tol=1e-11, log_z_tol=0.0)
 
 
 def _tight(x, X, Z, y, kind):

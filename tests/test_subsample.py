@@ -83,7 +83,7 @@ def test_auto_subsamples_above_the_threshold_and_says_so(monkeypatch, data):
         _, rows = selection_subset(data, "auto")
     assert rows.size == 10
     monkeypatch.setattr(search_priors, "AUTO_INDUCING_ABOVE", 20)  # the posterior of all 30 rows: low rank
-    monkeypatch.setattr(search_priors, "DEFAULT_INDUCING", 15)  # as test_low_rank_posterior_of_every_row's evidence
+    monkeypatch.setattr(search_priors, "DEFAULT_INDUCING", 30)  # as test_low_rank_posterior_of_every_row's evidence
     with pytest.warns((SubsampleWarning, LowRankWarning)) as record:  # the estimator's warnings point at the caller's line
         BayesianSVC(**FIXED).fit(X, y)
     notices = [w for w in record if w.category in (SubsampleWarning, LowRankWarning)]
@@ -127,12 +127,12 @@ def test_evidence_of_the_subsample_posterior_of_every_row(data):
 
 def test_low_rank_posterior_of_every_row(data):
     X, y, X_test = data
-    model = BayesianSVC(selection_size=30, n_inducing=15, **FIXED).fit(X, y)
+    model = BayesianSVC(selection_size=30, n_inducing=30, **FIXED).fit(X, y)
     rows = model.selection_rows_
     kernel = RBF(length_scale=6.0, amplitude=30.0, offset=30.0)
-    reference = log_evidence(X[rows], y[rows], C=1.0, kernel=kernel, inducing=15)
+    reference = log_evidence(X[rows], y[rows], C=1.0, kernel=kernel, inducing=30)
     assert model.log_evidence_ == pytest.approx(reference.total, abs=1e-9)
-    everything = BayesianSVC(selection_size=None, n_inducing=15, **FIXED).fit(X, y)
+    everything = BayesianSVC(selection_size=None, n_inducing=30, **FIXED).fit(X, y)
     np.testing.assert_array_equal(model.inducing_, everything.inducing_)
     assert model.posterior_.n == X.shape[0] and model.fit_ is None
     np.testing.assert_allclose(model.predict_proba(X_test), everything.predict_proba(X_test), atol=1e-7)
