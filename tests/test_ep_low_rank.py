@@ -6,6 +6,7 @@ covariance V V^T + diag(d) with NumPy inverses, and central finite
 differences of tightly converged low-rank EP.
 """
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -50,17 +51,20 @@ def _tiny_problem(kind, n=12, m=4, seed=0):
 
 #: as tests/test_search.py's tight EP: the dense path's compilation is shared when both run
 TIGHT = dict(tol=1e-11, log_z_tol=0.0, max_iter=3000)
+#: low-rank EP's options as the posterior's (bayesvm.posterior.low_rank_posteriors) at a tighter tolerance: its
+#: compiled program serves both (these problems converge well within the default max_iter; each run asserts it)
+LOW_RANK_TIGHT = dict(tol=1e-11, log_z_tol=0.0)
 
 
 @pytest.mark.parametrize("hyper", [(1.0, 10.0, 1.0, 5.0), (10.0, 100.0, 0.1, 2.0), (0.3, 1000.0, 1.0, 10.0)])
 def test_inducing_inputs_at_the_data_give_the_dense_evidence_and_gradient(hyper):
-    X, y = _subsample("breast_cancer", 60)
-    x = jnp.asarray(np.log(hyper))
+    X, y = _subsample("breast_cancer", 30)  # 30 rows at 30 inducing inputs: the subsample tests' low-rank evidence
+    x = np.log(hyper)  # float64, as the other tests pass the hyperparameters
     with float64_scope():
         X, y = jnp.asarray(X), jnp.asarray(y, dtype=jnp.float64)
         dense = ep_log_evidence(kernel_at(RBF(), x)(X), y, hyper[0], tol=1e-11)
-        dense_path = ep_naive_evidence_and_gradient(x, X, y, RBF(), zero_sites(60), **TIGHT)
-        low = low_rank_naive_evidence_and_gradient(x, X, X, y, RBF(), zero_sites(60), **TIGHT)
+        dense_path = ep_naive_evidence_and_gradient(x, X, y, RBF(), zero_sites(30), **TIGHT)
+        low = low_rank_naive_evidence_and_gradient(x, X, X, y, RBF(), zero_sites(30), **LOW_RANK_TIGHT)
     assert bool(dense.converged) and bool(dense_path.converged) and bool(low.converged)
     assert abs(float(low.value) - float(dense.log_z)) < 1e-6
     np.testing.assert_allclose(np.asarray(low.gradient), np.asarray(dense_path.gradient), rtol=1e-6, atol=1e-6)
@@ -69,10 +73,11 @@ def test_inducing_inputs_at_the_data_give_the_dense_evidence_and_gradient(hyper)
 @pytest.mark.parametrize("kind", ["fitc", "dtc"])
 def test_posterior_matches_the_dense_covariance(kind):
     x, X, _, Z, tau, shift = _tiny_problem(kind)
+    posterior = jax.jit(low_rank_posterior)  # compiled, as EP's loop runs it: one program, not one per operation
     with float64_scope():
         prior = low_rank_prior_at(jnp.asarray(x), jnp.asarray(X), jnp.asarray(Z), RBF(), kind)
-        post = low_rank_posterior(prior, jnp.asarray(tau), jnp.asarray(shift))
-        improper = low_rank_posterior(prior, jnp.asarray(tau - 50.0), jnp.asarray(shift))
+        post = posterior(prior, jnp.asarray(tau), jnp.asarray(shift))
+        improper = posterior(prior, jnp.asarray(tau - 50.0), jnp.asarray(shift))
     K = _dense(prior)
     if kind == "dtc":
         assert np.linalg.matrix_rank(K) == Z.shape[0] + 1  # singular K: the reference must not invert it
@@ -109,13 +114,15 @@ def test_predictions_match_the_dense_joint_posterior(kind):
     np.testing.assert_allclose(np.asarray(variance), np.diag(sigma)[n:], rtol=0, atol=1e-10)
 
 
-def _inducing(X, m=15):
+def _inducing(X, m=30):
     return KMeans(n_clusters=m, n_init=1, random_state=0).fit(X).cluster_centers_
 
 
 def _tight(x, X, Z, y, kind):
     sites = zero_sites(X.shape[0])
-    return low_rank_naive_evidence_and_gradient(jnp.asarray(x), X, Z, y, RBF(), sites, kind=kind, **TIGHT)
+    result = low_rank_naive_evidence_and_gradient(jnp.asarray(x), X, Z, y, RBF(), sites, kind=kind, **LOW_RANK_TIGHT)
+    assert bool(result.converged)
+    return result
 
 
 @pytest.mark.parametrize("kind, hyper", [("fitc", (1.0, 10.0, 1.0, 5.0)), ("dtc", (3.0, 30.0, 0.3, 3.0))])
@@ -126,7 +133,6 @@ def test_gradient_matches_finite_differences(kind, hyper):
     with float64_scope():
         X, Z, y = jnp.asarray(X), jnp.asarray(Z), jnp.asarray(y, dtype=jnp.float64)
         result = _tight(x, X, Z, y, kind)
-        assert bool(result.converged)
         h = 1e-5
         numeric = []
         for j in range(4):
@@ -139,9 +145,10 @@ def test_gradient_matches_finite_differences(kind, hyper):
 
 def test_warm_start_reaches_the_same_fixed_point_in_fewer_sweeps():
     X, y = _subsample("breast_cancer", 60)
+    y = y.astype(np.float64)  # float labels and the options' names as the finite-difference test's: one program
     Z = _inducing(X)
     x0, x1 = np.log([1.0, 10.0, 1.0, 5.0]), np.log([1.3, 14.0, 0.8, 5.5])
-    options = dict(TIGHT, tol=1e-8)  # max_iter as the finite-difference test's (one compilation)
+    options = dict(LOW_RANK_TIGHT, tol=1e-8)
     with float64_scope():
         sites = low_rank_naive_evidence_and_gradient(x0, X, Z, y, RBF(), zero_sites(60), **options).sites
         cold = low_rank_naive_evidence_and_gradient(x1, X, Z, y, RBF(), zero_sites(60), **options)
