@@ -272,8 +272,7 @@ def low_rank_posteriors(data: TrainingData, C: float, kernel: Kernel, inducing) 
     """EP over the FITC prior through the (m, d) ``inducing`` inputs for each binary problem of validated ``data``
     at a valid (C, kernel) (:mod:`bayesvm.inference.ep_low_rank`): one prior for every problem, cold sites converged
     fully (``log_z_tol`` 0), as the full path's posterior is."""
-    x = jnp.asarray(coordinates_of(C, kernel))
-    X, Z = jnp.asarray(data.X), jnp.asarray(inducing)
+    x, X, Z = (as_float64(a) for a in (coordinates_of(C, kernel), data.X, inducing))
     cold = EPSites(*(np.zeros(data.Y.shape),) * 2)
     naive = low_rank_naive_evidences_and_gradient(x, X, Z, data.Y, kernel, cold, tol=FULL_TOLERANCE, log_z_tol=0.0)
     posteriors = tuple(LowRankPosterior(low_rank_predictor(x, X, Z, kernel, EPSites(precision, shift)), C,

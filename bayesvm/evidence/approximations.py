@@ -53,6 +53,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _linalg
+from .._precision import as_float64
 from ..normalization.annealing import (
     annealed_log_expectation,
     annealed_log_naive_evidence,
@@ -157,7 +158,7 @@ def _in_batches(run: Callable, *per_cell: np.ndarray, batch_size: int | None = N
     outputs = []
     for start in range(0, size, batch_size):
         index = np.minimum(np.arange(start, start + batch_size), size - 1)
-        batch = run(*(jnp.asarray(v[index]) for v in per_cell))
+        batch = run(*(np.asarray(v[index]) for v in per_cell))
         outputs.append(jax.tree_util.tree_map(lambda v, k=min(batch_size, size - start): np.asarray(v)[:k], batch))
     return jax.tree_util.tree_map(lambda *v: np.concatenate(v), *outputs)
 
@@ -206,14 +207,14 @@ class EPNaive:
         ``naive(x, Y, sites, damping, max_iter)`` (Y (k, n) in -1/+1, sites their (k, n) warm starts): on the full
         prior (:func:`bayesvm.inference.ep_gradient.ep_naive_evidences_and_gradient`) or, given ``inducing`` inputs
         (m, d), on the low-rank one (:func:`bayesvm.inference.ep_low_rank.low_rank_naive_evidences_and_gradient`)."""
-        X = jnp.asarray(X, dtype=jnp.float64)
+        X = as_float64(X)
         loop = {"tol": self.tol, "log_z_tol": self.log_z_tol}
 
         def naive(x, Y, sites: EPSites, damping: float, max_iter: int) -> NaiveEvidenceGradient:
             if inducing is None:
                 return ep_naive_evidences_and_gradient(x, X, Y, template, sites, damping=damping, max_iter=max_iter,
                                                        **loop)
-            return low_rank_naive_evidences_and_gradient(x, X, jnp.asarray(inducing), Y, template, sites,
+            return low_rank_naive_evidences_and_gradient(x, X, inducing, Y, template, sites,
                                                          damping=damping, max_iter=max_iter, **loop)
 
         return naive
@@ -319,10 +320,10 @@ class AnnealedNormalization:
         anchor plan of ``budget``, and their particles reweighted in between, on the full prior over the distinct
         inputs (:class:`bayesvm.normalization.path.NormalizationPath`) or, given ``inducing`` inputs, the low-rank one
         (:class:`bayesvm.normalization.low_rank.LowRankNormalizationPath`)."""
-        X = jnp.asarray(X, dtype=jnp.float64)
+        X = as_float64(X)
         if inducing is None:
             return NormalizationPath(X, template, key=self.key, budget=self.budget)
-        return LowRankNormalizationPath(X, jnp.asarray(inducing), template, key=self.key, budget=self.budget)
+        return LowRankNormalizationPath(X, as_float64(inducing), template, key=self.key, budget=self.budget)
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._precision import float64
+from .._precision import as_float64, float64
 from .._validation import check_positive
 from .annealing import AnnealingResult, annealed_log_expectation
 from .budget import EvidenceBudget
@@ -180,15 +180,15 @@ class LowRankPathPrior:
         return low_rank_log_likelihood(w, V, d, penalty_at(x))
 
     def anneal(self, x: np.ndarray, key, budget: EvidenceBudget, role: str) -> Annealed | None:
-        prior, jitter = _prior_at(jnp.asarray(x), self.X, self.Z, self.template, self.kind)
+        prior, jitter = _prior_at(as_float64(x), self.X, self.Z, self.template, self.kind)
         finite = all(bool(np.all(np.isfinite(np.asarray(a)))) for a in prior)
         if not (finite and float(jitter) <= MARGIN_RESOLUTION):
             return None
         result, reference = annealed_log_normalization_low_rank(
             prior, float(np.exp(x[0])), key=key, keep_particles=True, budget=budget, role=role
         )
-        z = jnp.reshape(result.particles, (-1, prior.V.shape[1]))
-        return Annealed(result, reference.mean + z @ reference.scale.T, None)
+        z = np.asarray(result.particles).reshape(-1, prior.V.shape[1])  # host-side: no programs of their own
+        return Annealed(result, np.asarray(reference.mean) + z @ np.asarray(reference.scale).T, None)
 
 
 class LowRankNormalizationPath(ReweightedPath):
