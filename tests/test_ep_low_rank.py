@@ -70,6 +70,26 @@ def test_inducing_inputs_at_the_data_give_the_dense_evidence_and_gradient(hyper)
     np.testing.assert_allclose(np.asarray(low.gradient), np.asarray(dense_path.gradient), rtol=1e-6, atol=1e-6)
 
 
+def test_callers_with_other_options_and_dtypes_share_one_compiled_program():
+    """The search passes EP's damping and sweep cap, the posterior leaves them at their defaults, a caller may pass
+    float32 inputs and integer labels: one compiled program per input shapes serves them all, with the same
+    values where the options are the same."""
+    from bayesvm.inference.ep_low_rank import _low_rank_naive_evidences_and_gradient as program
+
+    X, y = _subsample("breast_cancer", 30)
+    x = np.log([1.0, 10.0, 1.0, 5.0])
+    before = program._cache_size()
+    default = low_rank_naive_evidence_and_gradient(x, X, X, y, RBF(), zero_sites(30), **LOW_RANK_TIGHT)
+    explicit = low_rank_naive_evidence_and_gradient(x, X, X, y, RBF(), zero_sites(30), damping=0.5, max_iter=200,
+                                                    **LOW_RANK_TIGHT)
+    narrow = low_rank_naive_evidence_and_gradient(x, X.astype(np.float32), X.astype(np.float32), y.astype(int),
+                                                  RBF(), zero_sites(30), **LOW_RANK_TIGHT)
+    assert program._cache_size() - before <= 1
+    assert bool(default.converged) and float(explicit.value) == float(default.value)
+    np.testing.assert_array_equal(np.asarray(explicit.gradient), np.asarray(default.gradient))
+    assert abs(float(narrow.value) - float(default.value)) < 1e-3  # the float32 inputs' rounding, no more
+
+
 @pytest.mark.parametrize("kind", ["fitc", "dtc"])
 def test_posterior_matches_the_dense_covariance(kind):
     x, X, _, Z, tau, shift = _tiny_problem(kind)
