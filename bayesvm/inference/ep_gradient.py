@@ -58,8 +58,9 @@ class EPSites(NamedTuple):
 
 
 def zero_sites(n: int) -> EPSites:
-    """Sites that leave the prior unchanged (a cold start)."""
-    zeros = jnp.zeros(n, dtype=jnp.float64)
+    """Sites that leave the prior unchanged (a cold start), as float64 host arrays whatever the caller's precision
+    scope."""
+    zeros = np.zeros(n, dtype=np.float64)
     return EPSites(zeros, zeros)
 
 
