@@ -1,49 +1,34 @@
 """Test setup.
 
-Compiled programs are released after a test module once the worker holds
-more than half of Linux's limit of memory mappings per process
-(vm.max_map_count, 65,530 by default; after every module where the system
-does not say). Each compiled program keeps its code in memory mappings
-(about 400 for the batched dual solver at one problem size, measured with
-jax 0.10.2 on CPU), and the suite compiles for many problem sizes: when the
-suite compiled more than twice as many programs as today, kept all together
-they passed the limit and XLA aborted the test run while compiling (exit
-134, in CI and locally). Today a worker peaks near 29,000 mappings and keeps
-every program: released after every module, they were traced, lowered and
-read back from the cache again by later modules (the suite took 344 s with
-empty caches against 316 s kept; 2-core machine).
+* **Two workers** (pytest-xdist, set in pyproject's ``addopts``; ``-n 0`` for
+  one process): most of the suite's time is XLA compiling, one program at a
+  time per process. Each test module stays in one worker, so its programs
+  are compiled once.
+* **One persistent compilation cache** for the tests, in the user's cache
+  directory (``$XDG_CACHE_HOME/bayesvm/jax-tests``; ``BAYESVM_TEST_CACHE=0``
+  turns it off), keeping every program however fast it compiled: the workers
+  share it, a program released by one module is read back instead of
+  compiled again, and a later run reads most programs back. The command's
+  own cache stays off in the test process (``BAYESVM_NO_CACHE``), since the
+  CLI tests run the command in this process and it would otherwise move the
+  cache directory for every later test.
+* **Released programs.** Each compiled program keeps its code in memory
+  mappings, and XLA aborts a process that passes Linux's limit per process
+  (vm.max_map_count): a worker drops its compiled programs after a module
+  once it holds more than half the limit (after every module where the
+  system does not say).
+* **Pinned workers.** Each worker keeps to its own share of the cores
+  (``os.sched_setaffinity``, where the system has it and there are at least
+  as many cores as workers; ``BAYESVM_TEST_PIN=0`` turns it off), set before
+  JAX starts: JAX sizes its CPU thread pool to the cores a process may use,
+  and a compiled program's parallel operations wait for every thread of the
+  pool, so two workers each running a pool as large as the machine wait for
+  threads the other has displaced.
+* On an accelerator each worker allocates device memory as it needs it
+  instead of preallocating most of it.
 
-So that a released program is not compiled again by a later module, the
-tests share JAX's persistent compilation cache, in the user's cache directory
-(``$XDG_CACHE_HOME/bayesvm/jax-tests``; ``BAYESVM_TEST_CACHE=0`` turns it
-off). It keeps every program, however fast it compiled: with an empty cache
-the suite compiles 3,932 programs under 0.1 s, and 1,671 of them repeat one
-compiled earlier in the run; kept, they are read back instead (1,405 cache
-hits against 155, 608 s of compiling and reading summed over the two
-workers against 644 s, 43 MB on disk; the whole run 502 s against 517 s),
-and a later run took 178-184 s against 218 s with only the slower programs
-kept (jax 0.10.2, the 2-core development machine, the same hour). The
-command's own cache stays off in the test process (``BAYESVM_NO_CACHE``),
-since the CLI tests run the command in this process and it would otherwise
-move the cache directory for every later test.
 Precision is not touched: the package scopes float64 to its own entry
 points, and the tests check that.
-
-The suite runs in two worker processes (pytest-xdist, set in pyproject's
-``addopts``; ``-n 0`` for one process): most of its time is XLA compiling,
-one program at a time per process. Each test module stays in one worker, so
-its programs are compiled once; the workers share the persistent cache. On
-an accelerator each worker allocates device memory as it needs it instead of
-preallocating most of it.
-
-Each worker keeps to its own share of the cores (``os.sched_setaffinity``,
-where the system has it and there are at least as many cores as workers;
-``BAYESVM_TEST_PIN=0`` turns it off), set before JAX starts: JAX sizes its
-CPU thread pool to the cores a process may use when its backend starts, and
-a compiled program's parallel operations wait for every thread of the pool,
-so two workers that each ran a pool as large as the machine kept waiting for
-threads the other had displaced. Pinned, the suite took 108-115 s against
-157-162 s (2-core machine, warm cache, two runs each).
 """
 
 import os
@@ -77,7 +62,7 @@ def _pin_worker():
 
 
 #: scikit-learn checks that repeat a fast-tier check on read-only memory maps of the same data: each refits the
-#: estimator on the 300-point, 3-class blobs (about 25 s), so they run with the slow tier
+#: estimator on the 300-point, 3-class blobs, so they run with the slow tier
 _SLOW_ESTIMATOR_CHECKS = ("check_classifiers_train(readonly_memmap",)
 
 

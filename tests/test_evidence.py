@@ -1,5 +1,6 @@
 """Evidence: Laplace-style naive evidence, prior-sampling normalisation, log_evidence."""
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -154,6 +155,8 @@ def test_log_evidence_assembles_its_parts():
     assert ev.total_se == ev.log_normalization_se > 0
     assert ev.n_marginal == int(ev.fit.marginal.sum())
     assert "ln P(D)" in ev.summary() and f"{ev.total:.3f}" in ev.summary()
+    assert f"{ev.normalization_ess:.1f}" in ev.summary()  # prior sampling reports its effective sample size
+    assert "effective samples" not in dataclasses.replace(ev, normalization_ess=np.inf).summary()
 
 
 def test_low_effective_sample_size_warns():

@@ -74,7 +74,9 @@ class Evidence:
         (0 for the deterministic approximations).
     terms : the parts of the Laplace-style ln Q(D) (None for the others).
     log_normalization, log_normalization_se, normalization_ess : ln N(D), its
-        standard error and the effective sample size of its estimator.
+        standard error and the effective sample size of its estimator (inf
+        where it reports none: a deterministic estimator, the grid's pooled
+        check; :meth:`summary` then leaves the row out).
     n_marginal : size of the marginal set at the MAP solution (None on the
         low-rank path, which fits no MAP SVM).
     approximation, determinant : how ln Q(D) was computed.
@@ -130,11 +132,10 @@ class Evidence:
                 ("   -C sum hinge", f"{float(self.terms.hinge_term):12.3f}"),
                 (f"   -1/2 ln det ({self.determinant})", f"{float(self.terms.log_det_term):12.3f}"),
             ]
-        rows += [
-            (f"ln N(D)  (normalisation, {self.normalization})",
-             f"{self.log_normalization:12.3f} +- {self.log_normalization_se:.3f}"),
-            ("   effective samples", f"{self.normalization_ess:12.1f}"),
-        ]
+        rows.append((f"ln N(D)  (normalisation, {self.normalization})",
+                     f"{self.log_normalization:12.3f} +- {self.log_normalization_se:.3f}"))
+        if np.isfinite(self.normalization_ess):
+            rows.append(("   effective samples", f"{self.normalization_ess:12.1f}"))
         if self.n_marginal is not None:
             rows.append(("marginal points", f"{self.n_marginal:8d} of {self.n}"))
         else:
