@@ -30,9 +30,9 @@ Usage::
 
 ``--quick`` (or BAYESVM_QUICK=1): one split of a 200-point stratified
 subsample and a 1 x 2 x 2 grid without grid extension, for CI.
-The default run (about a minute on 2 cores) uses a 400-point stratified
-subsample, one split and a 2 x 3 x 3 grid; ``--all`` uses all 768 points
-(about 2 minutes per split), ``--splits N`` more splits.
+The default run uses a 400-point stratified subsample, one split and a
+2 x 3 x 3 grid; ``--all`` uses all 768 points, ``--splits N`` more splits
+(timings: docs/examples/compare_platt.md).
 """
 
 from __future__ import annotations
@@ -64,8 +64,7 @@ SEED = 0
 #: standardised Pima inputs is about 3.6
 FULL_GRID = {"length_scale": [1.5, 3.0], "C_k0": [0.3, 1.0, 3.0], "C": [0.3, 1.0, 3.0]}
 QUICK_GRID = {"length_scale": [4.0], "C_k0": [0.3, 3.0], "C": [0.5, 2.0]}
-#: points of the stratified subsample used by default (about a minute on 2 cores) and in quick mode;
-#: ``--all`` uses all 768 (537 training points: about 2 minutes per split)
+#: points of the stratified subsample used by default and in quick mode; ``--all`` uses all 768 (537 training)
 DEFAULT_POINTS = 400
 QUICK_POINTS = 200
 

@@ -15,9 +15,8 @@ on the held-out 30%.
 
 The grid is fixed by default (``--max-extensions 0``): when the optimum
 lies on its edge the selection warns and the table says so. The package
-default widens the grid up to 3 times instead; on this data set the
-evidence then walks off towards very long length scales, very large C k0
-and small C, and the run takes far longer (docs/examples/select_hyperparameters.md).
+default widens the grid up to 3 times instead
+(docs/examples/select_hyperparameters.md).
 
 Prints the two choices side by side (hyperparameters, ln P(D) +- its
 standard error, the CV error of each choice, marginal points, test error and
