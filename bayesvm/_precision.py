@@ -41,7 +41,7 @@ from typing import TypeVar
 import jax
 import numpy as np
 
-__all__ = ["as_float64", "float64", "float64_scope", "numpy_leaves"]
+__all__ = ["as_float64", "as_int64", "float64", "float64_scope", "numpy_leaves"]
 
 F = TypeVar("F", bound=Callable)
 
@@ -78,11 +78,20 @@ def as_float64(a) -> jax.Array:
     converted in the caller's trace, anything else (NumPy, Python numbers, other dtypes) goes through NumPy and
     ``jax.device_put``. Called eagerly, ``jnp.asarray`` of a NumPy array compiles a small program of its own for
     every shape it meets (JAX 0.10); ``device_put`` copies it."""
+    return _as_jax_array(a, np.float64)
+
+
+def as_int64(a) -> jax.Array:
+    """``a`` as an int64 JAX array without compiling anything, as :func:`as_float64`."""
+    return _as_jax_array(a, np.int64)
+
+
+def _as_jax_array(a, dtype) -> jax.Array:
     if isinstance(a, jax.core.Tracer):
-        return jax.numpy.asarray(a, dtype=np.float64)
-    if isinstance(a, jax.Array) and a.dtype == np.float64:
+        return jax.numpy.asarray(a, dtype=dtype)
+    if isinstance(a, jax.Array) and a.dtype == dtype:
         return a
-    return jax.device_put(np.asarray(a, dtype=np.float64))
+    return jax.device_put(np.asarray(a, dtype=dtype))
 
 
 def numpy_leaves(tree):

@@ -77,7 +77,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.linalg import cho_solve, solve_triangular
 
-from .._precision import as_float64, float64
+from .._precision import as_float64, as_int64, float64
 from .ep_loop import ep_loop, flat_at_padding, label_sites, nu_sites, shifted_sites
 from .ep_posterior import GaussianPosterior
 from .ep_gradient import EPSites, NaiveEvidenceGradient, batched_sites, first_problem, tilted_gradient
@@ -201,17 +201,9 @@ def low_rank_naive_evidences_and_gradient(
     One compiled program per input shapes and ``kind``: the inputs enter as float64 and EP's loop options as
     arguments of fixed types, so that callers passing other options (the search, the posterior) or other dtypes
     share it."""
-    data = (as_float64(a) for a in (x, X, Z, Y, *sites))
-    x, X, Z, Y, precision, shift = data
-    loop = (as_float64(damping), _as_int64(max_iter), as_float64(tol), as_float64(log_z_tol))
+    x, X, Z, Y, precision, shift = (as_float64(a) for a in (x, X, Z, Y, *sites))
+    loop = (as_float64(damping), as_int64(max_iter), as_float64(tol), as_float64(log_z_tol))
     return _low_rank_naive_evidences_and_gradient(x, X, Z, Y, template, EPSites(precision, shift), *loop, kind=kind)
-
-
-def _as_int64(value) -> Array:
-    """An integer option as an int64 argument of a compiled program (in the caller's trace where it is traced)."""
-    if isinstance(value, jax.core.Tracer):
-        return jnp.asarray(value, dtype=jnp.int64)
-    return jax.device_put(np.asarray(value, dtype=np.int64))
 
 
 @jit(static_argnames=("kind",))
