@@ -53,17 +53,9 @@ __all__ = [
 
 @float64
 def squared_distances(X1: Array, X2: Array) -> Array:
-    """Pairwise squared Euclidean distances, clipped at zero.
-
-    Uses |a - b|^2 = |a|^2 + |b|^2 - 2 a.b after centring both sets on the
-    mean of ``X1``, which keeps the cancellation error small for data far from
-    the origin.
-    """
-    centre = jnp.mean(X1, axis=0)
-    A = X1 - centre
-    B = X2 - centre
-    d2 = jnp.sum(A * A, axis=1)[:, None] + jnp.sum(B * B, axis=1)[None, :] - 2.0 * A @ B.T
-    return jnp.maximum(d2, 0.0)
+    """|x - x'|^2 = sum_j (x_j - x'_j)^2 for every row x of ``X1`` and x' of ``X2``
+    (:func:`scaled_squared_distances` with l = 1)."""
+    return scaled_squared_distances(X1, X2, 1.0)
 
 
 def check_length_scale_features(length_scale, n_features: int, owner: str = "length_scale") -> None:
@@ -78,27 +70,37 @@ def check_length_scale_features(length_scale, n_features: int, owner: str = "len
 
 @float64
 def scaled_squared_distances(X1: Array, X2: Array, length_scale) -> Array:
-    """|(x - x') / l|^2 for every pair of rows: sum_j (x_j - x'_j)^2 / l_j^2.
+    """|(x - x') / l|^2 = sum_j ((x_j - x'_j) / l_j)^2 for every row x of ``X1`` and x' of ``X2``.
 
-    ``length_scale``: a scalar l (then |x - x'|^2 / l^2) or an array of one
-    l_j per feature (the inputs are divided by l feature by feature, then
-    :func:`squared_distances`).
+    ``length_scale``: a scalar l (the same for every feature) or an array of
+    one l_j per feature. Each pair's differences x_j - x'_j are taken
+    directly, so its distance depends on the two rows alone and is exact to
+    the float64 rounding of x - x' wherever the inputs lie (the expansion
+    |x|^2 + |x'|^2 - 2 x.x' loses the digits of a small distance between rows
+    far from the origin). The broadcast, difference, division, square and sum
+    fuse into one XLA loop over the pairs (the features on the middle axis,
+    so that its innermost steps run along the rows of ``X2``), and the
+    derivatives recompute the differences (``jax.checkpoint``) instead of
+    keeping them: no (n1, d, n2) array is stored.
     """
-    if jnp.ndim(length_scale) == 0:
-        return squared_distances(X1, X2) / length_scale**2
     check_length_scale_features(length_scale, X1.shape[-1])
-    return squared_distances(X1 / length_scale, X2 / length_scale)
+    return _summed_squared_differences(X1, X2, jnp.reshape(length_scale, (-1, 1)))
+
+
+@jax.checkpoint
+def _summed_squared_differences(X1: Array, X2: Array, scale: Array) -> Array:
+    """sum_j ((x_j - x'_j) / scale_j)^2 for every row x of ``X1`` and x' of ``X2`` (``scale``: (d, 1) or (1, 1))."""
+    differences = (X1[:, :, None] - X2.T[None, :, :]) / scale
+    return jnp.sum(differences * differences, axis=1)
 
 
 @float64
 def scaled_distances(X1: Array, X2: Array, length_scale) -> Array:
     """|(x - x') / l| for every pair of rows (see :func:`scaled_squared_distances`).
 
-    With one l per feature the root is taken as 0 where the squared distance
-    is 0, so that its derivative in l stays finite there (it is 0 for every l).
+    The root is taken as 0 where the squared distance is 0, so that its
+    derivative in l stays finite there (it is 0 for every l).
     """
-    if jnp.ndim(length_scale) == 0:
-        return jnp.sqrt(squared_distances(X1, X2)) / length_scale
     d2 = scaled_squared_distances(X1, X2, length_scale)
     positive = d2 > 0.0
     return jnp.where(positive, jnp.sqrt(jnp.where(positive, d2, 1.0)), 0.0)
