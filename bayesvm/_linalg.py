@@ -92,22 +92,27 @@ def pad_labels(y: Array, size: int) -> Array:
 def pad_rows(X, size: int) -> np.ndarray:
     """The (n, ...) array X (host-side: training or new inputs, or one value per input) padded with zero rows
     to (size, ...), as float64 NumPy: placeholders whose kernel entries :func:`unit_padding` replaces, or whose
-    outputs :func:`on_padded_rows` drops."""
+    outputs :func:`on_row_blocks` drops."""
     X = np.asarray(X, dtype=np.float64)
     return np.pad(X, [(0, size - X.shape[0])] + [(0, 0)] * (X.ndim - 1))
 
 
-def on_padded_rows(function, *arrays):
-    """``function(*arrays)`` with the arrays' rows padded with zeros to :func:`problem_size` of
-    their number m, every output (a pytree of arrays) trimmed back to m rows as NumPy.
+#: rows of new inputs per block of a prediction (:func:`on_row_blocks`)
+PREDICTION_BLOCK_ROWS = SMALLEST_PROBLEM_SIZE
 
-    The compiled programs of a prediction then serve every number of inputs that pads to the same size (one for
-    1 to 64 inputs, one per eighth of a doubling above) instead of compiling again for each new m. The padding
-    rows are valid inputs whose outputs are dropped.
+
+def on_row_blocks(function, *arrays):
+    """``function(*arrays)`` on blocks of :data:`PREDICTION_BLOCK_ROWS` rows, every output (a pytree of arrays,
+    one row per input row) joined and trimmed back to the arrays' m rows as NumPy.
+
+    The last block is padded with zero rows (valid inputs whose outputs are dropped). Every block has the same
+    shape, so one compiled program serves every number of inputs, and the memory of a prediction stays that of
+    one block however many rows it has. ``function`` must compute each row's output from that row alone.
     """
     m = arrays[0].shape[0]
-    size = problem_size(m)
-    return jax.tree_util.tree_map(lambda out: np.asarray(out)[:m], function(*(pad_rows(a, size) for a in arrays)))
+    blocks = [function(*(pad_rows(a[start:start + PREDICTION_BLOCK_ROWS], PREDICTION_BLOCK_ROWS) for a in arrays))
+              for start in range(0, max(m, 1), PREDICTION_BLOCK_ROWS)]
+    return jax.tree_util.tree_map(lambda *outs: np.concatenate([np.asarray(out) for out in outs])[:m], *blocks)
 
 
 def buffer_size(count: int, n: int, smallest: int = 32) -> int:

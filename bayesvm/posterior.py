@@ -137,22 +137,22 @@ class ErrorBars(NamedTuple):
 
 class _LatentPredictions:
     """Class probabilities and error bars from a Gaussian latent posterior: ``_latent(X)`` and ``C``. Every public
-    prediction pads the inputs' rows once (:func:`bayesvm._linalg.on_padded_rows`), so that nearby numbers of
-    inputs share the compiled programs, and computes at the padded rows."""
+    prediction computes on fixed-size blocks of the inputs' rows (:func:`bayesvm._linalg.on_row_blocks`): one
+    compiled program for every number of inputs, the memory of one block, and each row's prediction its own."""
 
-    def _padded_latent(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _block_latent(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         mean, variance = self._latent(X)
         return np.asarray(mean), np.maximum(np.asarray(variance), 0.0)
 
     @float64
     def latent(self, X) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and variance of theta(x) at new inputs."""
-        return _linalg.on_padded_rows(self._padded_latent, self._checked_inputs(X))
+        return _linalg.on_row_blocks(self._block_latent, self._checked_inputs(X))
 
     @float64
     def predict_proba(self, X, method: str = "averaged") -> np.ndarray:
         """P(y = +1 | x) by the named method (module docstring), shape (n_samples,)."""
-        return _linalg.on_padded_rows(lambda X: predictive_probability(*self._padded_latent(X), self.C, method),
+        return _linalg.on_row_blocks(lambda X: predictive_probability(*self._block_latent(X), self.C, method),
                                       self._checked_inputs(X))
 
     @float64
@@ -160,12 +160,12 @@ class _LatentPredictions:
         """The posterior mean of theta(x) +- sigma and P(+1) at those ends."""
 
         def bars(X):
-            mean, variance = self._padded_latent(X)
+            mean, variance = self._block_latent(X)
             sigma = np.sqrt(variance)
             return ErrorBars(mean, sigma, label_probability(mean - sigma, self.C),
                              label_probability(mean + sigma, self.C))
 
-        return _linalg.on_padded_rows(bars, self._checked_inputs(X))
+        return _linalg.on_row_blocks(bars, self._checked_inputs(X))
 
 
 @dataclass(frozen=True)

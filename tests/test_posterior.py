@@ -105,8 +105,8 @@ def test_unknown_probability_method():
 
 
 def test_predictions_at_any_number_of_inputs_are_the_rows_own_and_share_compiled_programs():
-    """The inputs' rows are padded to a fixed size before the compiled programs (one size for 1 to 64 inputs):
-    every row's prediction is what it is alone, and a second number of inputs in the same size compiles nothing."""
+    """The inputs' rows are predicted in blocks of a fixed size: every row's prediction is what it is alone, and a
+    second number of inputs compiles nothing."""
     from bayesvm.inference.ep import ep_predict
 
     rng = np.random.default_rng(5)

@@ -336,8 +336,8 @@ class MapSVM:
         X = check_inputs(X, n_features=self.X.shape[1])
         sv = self.support
         coef = self.alpha[sv] * self.y[sv]
-        # rows padded: nearby numbers of inputs share the compiled Gram matrix (_linalg.on_padded_rows)
-        return _linalg.on_padded_rows(lambda X: np.asarray(gram_matrix(self.kernel, X, self.X[sv])) @ coef, X)
+        # fixed-size blocks of rows: one compiled Gram matrix for every number of inputs (_linalg.on_row_blocks)
+        return _linalg.on_row_blocks(lambda X: np.asarray(gram_matrix(self.kernel, X, self.X[sv])) @ coef, X)
 
     @float64
     def predict(self, X) -> np.ndarray:
