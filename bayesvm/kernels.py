@@ -150,11 +150,14 @@ class Kernel:
         return self.amplitude * base + self.offset
 
     def __post_init__(self):
+        """Lists become arrays, then :meth:`check`: a kernel built with a hyperparameter out of range raises
+        ``ValueError`` at once (a kernel that JAX rebuilds from its leaves skips both, see :func:`_register`)."""
         # a list or tuple of per-feature length scales would be a pytree node of Python floats: one array leaf
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if isinstance(value, (list, tuple)):
                 object.__setattr__(self, f.name, np.asarray(value, dtype=np.float64))
+        self.check()
 
     def replace(self, **changes) -> "Kernel":
         """A copy with some hyperparameters changed."""
@@ -168,8 +171,10 @@ class Kernel:
     def check(self, n_features: int | None = None) -> "Kernel":
         """Raise ``ValueError`` for hyperparameters outside their range.
 
-        Only concrete values are checked (a kernel inside ``jit`` is passed
-        through unchanged). ``n_features``: the number of features of the
+        Only concrete values are checked (a JAX tracer, inside ``jit`` or
+        ``vmap``, is passed through unchanged); an array (per-feature length
+        scales, a batch of kernels) is checked entry by entry. Called when the
+        kernel is built. ``n_features``: the number of features of the
         inputs the kernel will meet; an array of per-feature length scales
         must have that many entries. Returns ``self`` so it can be chained.
         """
@@ -200,6 +205,9 @@ def _register(cls, data_fields, meta_fields=()):
     Registered with ``register_pytree_with_keys`` rather than ``register_dataclass``: in JAX 0.10 the tree
     structures of two dataclasses registered that way compare equal when their fields are the same (RBF and
     Exponential), so a compiled program of one kernel family could be served to the other.
+
+    Unflattening sets the fields without ``__init__``, so without :meth:`Kernel.check`: JAX rebuilds kernels from
+    leaves that are not hyperparameters (placeholders such as ``object()``, vmap's axes, tracers, cotangents).
     """
     cls = dataclass(frozen=True)(cls)
     data_fields, meta_fields = tuple(data_fields), tuple(meta_fields)
@@ -212,7 +220,10 @@ def _register(cls, data_fields, meta_fields=()):
         return [getattr(kernel, f) for f in data_fields], tuple(getattr(kernel, f) for f in meta_fields)
 
     def unflatten(meta, leaves):
-        return cls(**dict(zip(data_fields, leaves)), **dict(zip(meta_fields, meta)))
+        kernel = object.__new__(cls)
+        for name, value in (*zip(data_fields, leaves), *zip(meta_fields, meta)):
+            object.__setattr__(kernel, name, value)
+        return kernel
 
     jax.tree_util.register_pytree_with_keys(cls, flatten_with_keys, unflatten, flatten)
     return cls

@@ -1,6 +1,8 @@
 """A row's prediction depends only on that row and the fitted model; stationary kernels ignore an offset of every
-input."""
+input; kernel hyperparameters are checked when the kernel is built."""
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from sklearn.datasets import load_breast_cancer
@@ -8,7 +10,7 @@ from sklearn.preprocessing import StandardScaler
 
 from bayesvm import BayesianSVC
 from bayesvm.inference.ep import ep_predict
-from bayesvm.kernels import gram_matrix, scaled_distances, squared_distances
+from bayesvm.kernels import RBF, Exponential, Linear, Polynomial, gram_matrix, scaled_distances, squared_distances
 
 FIXED = dict(C=1.0, amplitude=2.0, length_scale=1.5, offset=1.0)
 #: a shift of every input far from the origin (the rows' differences stay O(1))
@@ -93,3 +95,32 @@ def test_a_pairs_distance_depends_only_on_the_two_rows():
     scales = np.array([0.5, 2.0, 3.0])
     expected_scaled = np.sqrt(np.sum(((X1[:, None, :] - X2[None, :, :]) / scales) ** 2, axis=-1))
     np.testing.assert_allclose(np.asarray(scaled_distances(X1, X2, scales)), expected_scaled, rtol=1e-15)
+
+
+@pytest.mark.parametrize("kernel, field, message", [
+    (lambda: RBF(length_scale=-1.0), "length_scale", r"RBF.length_scale must be finite and > 0; got -1.0"),
+    (lambda: Exponential(amplitude=0.0), "amplitude", r"Exponential.amplitude must be finite and > 0"),
+    (lambda: Linear(offset=-0.5), "offset", r"Linear.offset must be finite and >= 0"),
+    (lambda: Polynomial(coef0=-1.0), "coef0", r"Polynomial.coef0 must be >= 0"),
+    (lambda: Polynomial(degree=0), "degree", r"Polynomial.degree must be an integer >= 1"),
+    (lambda: RBF(length_scale=np.array([1.0, np.nan])), "length_scale", r"RBF.length_scale must be finite and > 0"),
+    (lambda: RBF(amplitude=np.array([1.0, 2.0, -3.0])), "amplitude", r"RBF.amplitude must be finite and > 0"),
+])
+def test_kernel_hyperparameters_are_checked_when_the_kernel_is_built(kernel, field, message):
+    with pytest.raises(ValueError, match=message):
+        kernel()
+
+
+def test_kernels_rebuilt_by_jax_are_not_checked_on_placeholders_or_tracers():
+    """Unflattening with placeholder leaves, vmap over a batch of kernels with (B,) leaves and gradients in a
+    kernel (whose leaves may be negative) still work."""
+    batch = RBF(length_scale=np.array([0.5, 1.0, 2.0]), amplitude=np.ones(3), offset=np.zeros(3))
+    leaves, tree = jax.tree_util.tree_flatten(batch)
+    placeholder = jax.tree_util.tree_unflatten(tree, [object()] * len(leaves))
+    assert isinstance(placeholder, RBF)
+    X = np.linspace(-1.0, 1.0, 8).reshape(4, 2)
+    with jax.enable_x64(True):
+        grams = jax.vmap(lambda kernel: kernel(X))(batch)
+        gradient = jax.grad(lambda scale: jnp.sum(RBF(length_scale=scale)(X)))(1.0)
+        cotangent = jax.grad(lambda kernel: -jnp.sum(kernel(X)))(RBF())  # negative leaves, rebuilt unchecked
+    assert grams.shape == (3, 4, 4) and np.isfinite(float(gradient)) and float(cotangent.offset) == -16.0
