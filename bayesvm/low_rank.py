@@ -150,16 +150,19 @@ def _check_inducing_count(m, n: int) -> int:
 
 
 def _kmeans_centres(X: np.ndarray, m: int, random_state) -> np.ndarray:
-    """k-means centres; mini-batch steps are too small to gain from threads (and lose much on a busy machine)."""
+    """k-means centres of X, clustered about its mean (which KMeans does itself, MiniBatchKMeans not): an offset
+    of every row moves every centre by the same offset. Mini-batch steps are too small to gain from threads (and
+    lose much on a busy machine)."""
     from sklearn.cluster import KMeans, MiniBatchKMeans
     from threadpoolctl import threadpool_limits
 
+    mean = X.mean(axis=0)
     if X.shape[0] > MINIBATCH_ABOVE:
         with threadpool_limits(1):
-            Z = MiniBatchKMeans(n_clusters=m, n_init=1, random_state=random_state).fit(X).cluster_centers_
+            Z = MiniBatchKMeans(n_clusters=m, n_init=1, random_state=random_state).fit(X - mean).cluster_centers_
     else:
-        Z = KMeans(n_clusters=m, n_init=1, random_state=random_state).fit(X).cluster_centers_
-    Z = np.asarray(Z, dtype=np.float64)
+        Z = KMeans(n_clusters=m, n_init=1, random_state=random_state).fit(X - mean).cluster_centers_
+    Z = np.asarray(Z, dtype=np.float64) + mean
     n_distinct = np.unique(Z, axis=0).shape[0]
     if n_distinct < m:
         raise ValueError(

@@ -95,6 +95,7 @@ def test_kmeans_switches_to_minibatch_above_the_threshold(points, monkeypatch):
     monkeypatch.setattr(low_rank, "MINIBATCH_ABOVE", 10)
     Z = inducing_inputs(points, 5, random_state=0)
     assert Z.shape == (5, 2) and np.unique(Z, axis=0).shape[0] == 5
+    np.testing.assert_allclose(inducing_inputs(points + 1.7e9, 5, random_state=0), Z + 1.7e9, rtol=0.0, atol=1e-5)
 
 
 @pytest.mark.parametrize(
