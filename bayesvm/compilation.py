@@ -27,9 +27,9 @@ process as ``jax.jit`` does. The folder is safe to delete at any time.
   source (its ``.py`` files), the function, its static arguments, the tree
   structure, shapes, dtypes and weak types of its array arguments, JAX's
   tracing configuration (float64 among it) and the compiler options. Where
-  a static argument or a tree node comes from outside the package (the
-  caller's own log-likelihood, say), the text of the lowered program names
-  it instead.
+  the function, a static argument or a tree node comes from outside the
+  package (the caller's own log-likelihood, say), the text of the lowered
+  program names it instead.
 * **Safe.** The folder is created private to the user (0700); a folder
   that others may write is not read, since loading a program runs its code.
   A file is written under a temporary name in the same folder and renamed
@@ -41,8 +41,9 @@ process as ``jax.jit`` does. The folder is safe to delete at any time.
   the cache, after one warning.
 * **Once per process.** Each executable is loaded or compiled at most once
   per process and kept in memory with its function (the wrapper's
-  ``_cache_size()`` counts them); :func:`cache_statistics` counts what a
-  process compiled and loaded. Calls inside the caller's own
+  ``_cache_size()`` counts them; ``jax.clear_caches()`` drops them with
+  JAX's own); :func:`cache_statistics` counts what a process compiled and
+  loaded. Calls inside the caller's own
   transformations (arguments that are tracers) are traced into the caller's
   program and bypass the cache.
 
@@ -91,6 +92,7 @@ from pathlib import Path
 import jax
 import numpy as np
 from jax._src.config import trace_context
+from jax._src import util as jax_util
 from jax._src.lax import linalg
 from jax.experimental import serialize_executable
 
@@ -163,7 +165,8 @@ def jit(fun=None, /, *, rarely_run: bool = False, **options):
                                    else (CPU_COMPILER_OPTIONS, CHEAP_COMPILATION_MAX_ELEMENTS))
     programs = {True: jax.jit(fun, compiler_options=cheap_options, **options), False: jax.jit(fun, **options)}
     static = _StaticArguments(fun, options.get("static_argnums"), options.get("static_argnames"))
-    executables = {}
+    executables = _Executables()
+    jax_util.register_cache(executables, f"bayesvm {fun.__qualname__}")
 
     @functools.wraps(fun)
     def compiled(*args, **kwargs):
@@ -189,6 +192,17 @@ def jit(fun=None, /, *, rarely_run: bool = False, **options):
     compiled._cache_size = lambda: len(executables) + sum(program._cache_size() for program in programs.values())
     compiled.small_cpu_compiler_options = cheap_options
     return compiled
+
+
+class _Executables(dict):
+    """A function's executables by call key; ``jax.clear_caches()`` empties it as it empties JAX's own caches (it
+    keeps its caches by identity)."""
+
+    __hash__ = object.__hash__
+    __eq__ = object.__eq__
+
+    def cache_clear(self):
+        self.clear()
 
 
 def _leaf_type(leaf):
@@ -258,7 +272,7 @@ class _Call:
         options = _describe({"compiler": self.compiler_options,
                              **{k: v for k, v in self.jit_options.items() if k != "compiler_options"}})
         try:
-            program = "|".join([f"{self.fun.__module__}.{self.fun.__qualname__}", _describe(self.statics),
+            program = "|".join([_package_name(self.fun), _describe(self.statics),
                                 _describe_tree(self.tree), _describe([_aval_text(leaf) for leaf in self.leaves])])
         except _NotDescribable:
             self.lowered = self.program.lower(*self.args, **self.kwargs)
@@ -297,7 +311,7 @@ def _package_name(value) -> str:
     found = sys.modules.get(module)
     for part in qualname.split("."):
         found = getattr(found, part, None)
-    if found is not value:
+    if found is None or inspect.unwrap(found) is not inspect.unwrap(value):  # the function or a wrapper of it
         raise _NotDescribable
     return f"{module}.{qualname}"
 
