@@ -209,7 +209,7 @@ def _leaf_type(leaf):
     """What a leaf contributes to its executable's key in memory: a JAX array's shape, dtype and weak type, another
     leaf's Python type (a Python scalar's JAX type follows from it and the precision, part of the key)."""
     if isinstance(leaf, jax.Array):
-        return leaf.shape, leaf.dtype, leaf.weak_type
+        return leaf.shape, leaf.dtype, getattr(leaf, "weak_type", False)  # a typed PRNG key has no weak type
     return type(leaf)
 
 

@@ -158,6 +158,27 @@ def test_a_read_only_folder_is_read_and_not_written(fresh_cache):
         fresh_cache.chmod(0o700)
 
 
+def test_typed_keys_python_scalars_keywords_and_donated_arguments_load_from_disk(fresh_cache):
+    """A program with a typed PRNG key, a weak-typed Python scalar, a dynamic keyword argument and a donated argument,
+    loaded from disk by a new wrapper, computes what the compiled one did."""
+    import jax
+    import numpy as np
+
+    from bayesvm.compilation import jit
+
+    def noisy(key, x, scale, *, shift):
+        return jax.random.normal(key, x.shape) * scale + x + shift
+
+    def call():
+        program = jit(noisy, donate_argnums=1)
+        return np.asarray(program(jax.random.key(3), jax.numpy.arange(4.0), 2.0, shift=np.float32(1.0)))
+
+    compiled = call()
+    before = compilation.cache_statistics()
+    assert np.array_equal(call(), compiled)
+    assert compilation.cache_statistics()["loaded"] == before["loaded"] + 1
+
+
 def test_the_least_recently_used_files_go_first(tmp_path):
     for age, name in enumerate(["newest", "middle", "oldest"]):
         path = tmp_path / f"{name}.bin"
