@@ -269,16 +269,14 @@ class _Call:
     def key(self) -> str:
         """SHA-256 of what determines the executable (module docstring): the program described by its function and
         arguments where every part is the package's or plain data, else by its lowered text."""
-        options = _describe({"compiler": self.compiler_options,
-                             **{k: v for k, v in self.jit_options.items() if k != "compiler_options"}})
         try:
-            program = "|".join([_package_name(self.fun), _describe(self.statics),
+            program = "|".join([_package_name(self.fun), _describe(self.jit_options), _describe(self.statics),
                                 _describe_tree(self.tree), _describe([_aval_text(leaf) for leaf in self.leaves])])
-        except _NotDescribable:
+        except _NotDescribable:  # the lowered text holds the jit options that shape the program (donation, ...)
             self.lowered = self.program.lower(*self.args, **self.kwargs)
             program = self.lowered.as_text()
         tracing = _describe_trace_context(trace_context())
-        text = "\n".join([_machine_and_package(), options, tracing, program])
+        text = "\n".join([_machine_and_package(), _describe(self.compiler_options), tracing, program])
         return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -378,7 +376,7 @@ def _usable_folder(folder: Path) -> Path | None:
         try:
             _make_private(folder)
             known[folder] = folder
-        except (OSError, PermissionError) as error:
+        except OSError as error:
             known[folder] = None
             _warn_once(f"bayesvm's compilation cache in {str(folder)!r} cannot be used ({error}); each process "
                        f"compiles its own programs. Make the folder writable by you alone, or set "
