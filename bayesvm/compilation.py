@@ -30,8 +30,9 @@ process as ``jax.jit`` does. The folder is safe to delete at any time.
   the function, a static argument or a tree node comes from outside the
   package (the caller's own log-likelihood, say), the text of the lowered
   program names it instead.
-* **Safe.** The folder is created private to the user (0700); a folder
-  that others may write is not read, since loading a program runs its code.
+* **Safe.** The folder is created private to the user (0700), and made so
+  where it is the user's and open to others; another user's folder is not
+  used, since loading a program runs its code.
   A file is written under a temporary name in the same folder and renamed
   (``os.replace``), so a process never reads another's partial file; it
   carries a SHA-256 of its contents, and a truncated or damaged file is
@@ -43,9 +44,8 @@ process as ``jax.jit`` does. The folder is safe to delete at any time.
   per process and kept in memory with its function (the wrapper's
   ``_cache_size()`` counts them; ``jax.clear_caches()`` drops them with
   JAX's own); :func:`cache_statistics` counts what a process compiled and
-  loaded. Calls inside the caller's own
-  transformations (arguments that are tracers) are traced into the caller's
-  program and bypass the cache.
+  loaded. Calls inside the caller's own transformations (arguments that
+  are tracers) are traced into the caller's program and bypass the cache.
 
 Compiler options
 ----------------
@@ -114,7 +114,7 @@ RARELY_RUN_MAX_ELEMENTS = 512 * 512
 #: the environment variable that turns the compilation cache off (any value but "" and "0")
 NO_CACHE_VARIABLE = "BAYESVM_NO_CACHE"
 
-#: the cache folder's bound in bytes: a fit's programs take about 10 MB, so this keeps those of dozens of problem
+#: the cache folder's bound in bytes: a fit's programs take a few MB, so this keeps those of hundreds of problem
 #: sizes and settings while staying small beside the rest of a user's cache folder
 MAX_CACHE_BYTES = 1 << 30
 
