@@ -11,7 +11,6 @@ package leaves JAX's global ``jax_enable_x64`` flag as it is
 
 from . import calibration, datasets, kernels, metrics
 from .comparison import compare_calibration
-from .compilation import enable_compilation_cache
 from .estimator import BayesianSVC
 from .coupling import couple_one_vs_rest
 from .exceptions import (BayesvmWarning, ConvergenceWarning, EvidenceBudgetWarning, LowRankWarning,
@@ -29,8 +28,7 @@ from .solver.dual import fit_map
 __version__ = "0.1.0"
 
 #: what a user needs: the estimator, the evidence at given hyperparameters, the selection and its results,
-#: the kernels, the posterior's probabilities and error bars, the calibration comparison and its data sets,
-#: and the opt-in compilation cache.
+#: the kernels, the posterior's probabilities and error bars, the calibration comparison and its data sets.
 #: The building blocks (solver, EP, annealing, the search's parts) stay in their modules.
 __all__ = [
     "BayesianSVC",
@@ -61,7 +59,6 @@ __all__ = [
     "Linear",
     "make_kernel",
     "compare_calibration",
-    "enable_compilation_cache",
     "calibration",
     "datasets",
     "kernels",

@@ -37,7 +37,6 @@ from ._cli_report import (
     write_json,
 )
 from ._precision import float64
-from .compilation import enable_compilation_cache
 
 __all__ = ["main"]
 
@@ -475,19 +474,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _enable_compilation_cache() -> None:
-    """The command keeps JAX's compiled programs between its runs (``BAYESVM_NO_CACHE=1`` turns that off)."""
-    import os
-
-    if not os.environ.get("BAYESVM_NO_CACHE"):
-        enable_compilation_cache()
-
-
 @float64
 def main(argv: list[str] | None = None) -> int:
     """Run the command; returns the exit status (0 success, 2 bad input)."""
     args = build_parser().parse_args(argv)
-    _enable_compilation_cache()
     try:
         return {"demo": run_demo, "select": run_select, "compare": run_compare}[args.command](args)
     except InputError as err:

@@ -50,11 +50,11 @@ the bayesvm arms are timed two ways. Cold (``--cold subprocess``, default;
 Python process (``selection.py --cold-probe ...``) and its fit time is
 reported, compilation included -- what a user of a one-off script sees. The
 probe runs without ``JAX_COMPILATION_CACHE_DIR`` / ``JAX_PERSISTENT_CACHE_*``
-from the environment and with ``BAYESVM_NO_CACHE=1``, and records JAX's
-``jax_compilation_cache_dir`` (None: nothing is read from a persistent
-cache; the library keeps none -- only the ``bayesvm`` command line enables
-one, in ~/.cache/bayesvm/jax, so a repeated ``bayesvm select`` starts warmer
-than this cold time). The probe's import time of bayesvm/JAX is recorded
+from the environment and with ``BAYESVM_NO_CACHE=1`` (the package's own
+compilation cache off: every program is compiled), and records JAX's
+``jax_compilation_cache_dir`` (None: nothing is read from JAX's persistent
+cache). A user's later processes load the package's programs from its
+cache and start warmer than this cold time. The probe's import time of bayesvm/JAX is recorded
 separately. Warm: the median over splits 1.. of the in-process fits (same
 training-set size as split 0, so nothing is recompiled); with a single split
 the search arm is refitted once more on split 0 for the warm time. Split 0

@@ -4,14 +4,11 @@
   one process): most of the suite's time is XLA compiling, one program at a
   time per process. Each test module stays in one worker, so its programs
   are compiled once.
-* **One persistent compilation cache** for the tests, in the user's cache
-  directory (``$XDG_CACHE_HOME/bayesvm/jax-tests``; ``BAYESVM_TEST_CACHE=0``
-  turns it off), keeping every program however fast it compiled: the workers
-  share it, a program released by one module is read back instead of
-  compiled again, and a later run reads most programs back. The command's
-  own cache stays off in the test process (``BAYESVM_NO_CACHE``), since the
-  CLI tests run the command in this process and it would otherwise move the
-  cache directory for every later test.
+* **The package's compilation cache** (:mod:`bayesvm.compilation`), as for
+  any user: on, in the user's cache folder, ``BAYESVM_NO_CACHE=1`` turns it
+  off. The workers share it, a program released by one module is read back
+  instead of compiled again, and a later run reads most programs back.
+  JAX's own persistent cache is not set.
 * **Released programs.** Each compiled program keeps its code in memory
   mappings, and XLA aborts a process that passes Linux's limit per process
   (vm.max_map_count): a worker drops its compiled programs after a module
@@ -32,7 +29,6 @@ points, and the tests check that.
 """
 
 import os
-from pathlib import Path
 
 import jax
 import pytest
@@ -40,13 +36,7 @@ import pytest
 
 def pytest_configure(config):
     _pin_worker()
-    os.environ.setdefault("BAYESVM_NO_CACHE", "1")
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-    if os.environ.get("BAYESVM_TEST_CACHE", "1") == "0":
-        return
-    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    jax.config.update("jax_compilation_cache_dir", str(base / "bayesvm" / "jax-tests"))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 
 
 def _pin_worker():
@@ -89,7 +79,7 @@ def _memory_mappings() -> tuple[int, int] | None:
 
 @pytest.fixture(autouse=True, scope="module")
 def _release_compiled_programs():
-    """Drop JAX's in-memory compiled programs after a test module once the worker's memory mappings pass half the
+    """Drop JAX's and the package's in-memory compiled programs after a test module once the worker's memory mappings pass half the
     system's limit (or after every module where the system does not say; see the module docstring)."""
     yield
     counted = _memory_mappings()
