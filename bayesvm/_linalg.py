@@ -84,6 +84,15 @@ def pad_vector(v: Array, size: int, fill: float = 0.0) -> Array:
     return xp.pad(xp.asarray(v), [(0, size - v.shape[-1])], constant_values=fill)
 
 
+def pad_weights(weights, n: int, size: int) -> np.ndarray:
+    """The (n,) row weights (None: every weight 1) padded with 0 to (size,), as float64 NumPy (a traced vector is
+    padded with jax.numpy): a weight of 0 is an entry that is not there, so the padding takes no part."""
+    if weights is None:
+        return padding_mask(n, size).astype(np.float64)
+    xp = _array_module(weights)
+    return pad_vector(xp.asarray(weights, dtype=np.float64), size)
+
+
 def pad_labels(y: Array, size: int) -> Array:
     """The (n,) labels y padded with +1 to (size,): a valid label wherever the padding's site is flat or unused."""
     return pad_vector(y, size, fill=1.0)
@@ -179,11 +188,13 @@ def psd_factor(A) -> np.ndarray:
     return vectors * np.sqrt(np.clip(eigenvalues, 0.0, None))
 
 
-def distinct_rows(X) -> tuple[np.ndarray, np.ndarray]:
-    """The first row of each distinct row of X (n, ...), in order of first appearance, and how many rows equal it:
-    ``(index, counts)`` with X[index] the distinct rows and sum(counts) = n. Rows that are equal share one latent
-    theta under any kernel, so a likelihood over them collapses exactly onto the distinct rows with multiplicities."""
+def distinct_rows(X, weights=None) -> tuple[np.ndarray, np.ndarray]:
+    """The first row of each distinct row of X (n, ...), in order of first appearance, and the summed weight of the
+    rows equal to it (``weights`` (n,); None: each row counts 1, so the sums are counts): ``(index, totals)`` with
+    X[index] the distinct rows. Rows that are equal share one latent theta under any kernel, so a likelihood over
+    them collapses exactly onto the distinct rows, each term to the power of its total."""
     X = np.asarray(X)
-    _, first, counts = np.unique(X.reshape(X.shape[0], -1), axis=0, return_index=True, return_counts=True)
+    _, first, inverse = np.unique(X.reshape(X.shape[0], -1), axis=0, return_index=True, return_inverse=True)
+    totals = np.bincount(inverse.ravel(), weights=weights, minlength=first.size)
     order = np.argsort(first)
-    return first[order], counts[order]
+    return first[order], (totals if weights is not None else totals.astype(np.int64))[order]

@@ -10,6 +10,7 @@ import numbers
 from typing import NamedTuple
 
 import numpy as np
+from sklearn.utils.class_weight import compute_sample_weight
 
 from .kernels import Kernel
 
@@ -115,25 +116,104 @@ class TrainingData(NamedTuple):
     """Training data validated once, at a public entry point, for every layer below it.
 
     X: finite float64 inputs (n, d); Y: the binary problems' labels in -1/+1, (1, n) for two classes (``classes[1]``
-    is +1) or (k, n) one-vs-rest for k >= 3 classes (:func:`one_vs_rest_labels`); classes: the sorted labels.
+    is +1) or (k, n) one-vs-rest for k >= 3 classes (:func:`one_vs_rest_labels`); classes: the sorted labels;
+    weights: (n,) positive row weights, each row's likelihood term to that power (theory: "Weights and repeated
+    rows"), or None where every row has weight 1.
     """
 
     X: np.ndarray
     Y: np.ndarray
     classes: np.ndarray
+    weights: np.ndarray | None = None
 
     @property
     def problems(self) -> tuple["TrainingData", ...]:
         """Each binary problem alone: for k >= 3 classes, class c (+1, ``True``) against the rest (``False``)."""
         if self.Y.shape[0] == 1:
             return (self,)
-        return tuple(TrainingData(self.X, y_pm[None, :], np.array([False, True])) for y_pm in self.Y)
+        return tuple(TrainingData(self.X, y_pm[None, :], np.array([False, True]), self.weights) for y_pm in self.Y)
+
+    def rows(self, index: np.ndarray) -> "TrainingData":
+        """The rows ``index`` alone, with their weights."""
+        return TrainingData(self.X[index], self.Y[:, index], self.classes,
+                            None if self.weights is None else self.weights[index])
 
 
-def training_data(X, y) -> TrainingData:
-    """:func:`check_inputs` and :func:`one_vs_rest_labels` in one: the validation of a public entry point."""
+def check_sample_weight(sample_weight, n_samples: int) -> np.ndarray:
+    """One finite, non-negative weight per sample, as float64 (None: every weight 1; a number: that weight for
+    every sample, as in scikit-learn)."""
+    if sample_weight is None:
+        return np.ones(n_samples)
+    sample_weight = np.asarray(sample_weight)
+    if sample_weight.ndim == 0:
+        sample_weight = np.full(n_samples, sample_weight)
+    weights = check_vector(sample_weight, name="sample_weight", what="weight")
+    if weights.shape[0] != n_samples:
+        raise ValueError(f"X has {n_samples} samples but sample_weight has {weights.shape[0]} weights; they must match")
+    if np.any(weights < 0):
+        raise ValueError(f"sample_weight has {int(np.sum(weights < 0))} negative weight(s); weights must be >= 0 "
+                         "(0: the row takes no part)")
+    return weights
+
+
+def collapsed_training_data(X, y, sample_weight=None, class_weight=None) -> tuple[TrainingData, np.ndarray]:
+    """:func:`check_inputs` and :func:`collapse_rows` in one: the validation of a public entry point whose results
+    are not per row."""
+    return collapse_rows(check_inputs(X), y, sample_weight, class_weight)
+
+
+def collapse_rows(X: np.ndarray, y, sample_weight=None, class_weight=None) -> tuple[TrainingData, np.ndarray]:
+    """Training data with equal rows collapsed, from validated inputs X (n, d): ``(data, row)``, ``row[i]`` the
+    collapsed row of input row i (-1 where its weight is 0).
+
+    Each row's weight is ``sample_weight`` times its class's weight (``class_weight``: None, ``"balanced"`` (class c
+    weighs n / (k n_c)) or a dict class -> weight, as in scikit-learn). Rows of weight 0 are dropped, and rows with
+    equal input and label become one row whose weight is their sum: a row of weight w is w copies of it (theory:
+    "Weights and repeated rows"), so every layer below sees each (input, label) once. The collapsed rows are in
+    lexicographic order of (input, label), so the order of the rows changes nothing. ``weights`` is None where
+    every collapsed weight is 1 (no repeated row, no weight).
+    """
+    Y, classes = one_vs_rest_labels(y, X.shape[0])
+    code = (Y[0] > 0).astype(np.int64) if classes.size == 2 else np.argmax(Y, axis=0)
+    weights = check_sample_weight(sample_weight, X.shape[0])
+    if class_weight is not None:
+        try:
+            weights = weights * compute_sample_weight(class_weight, classes[code])
+        except (KeyError, ValueError, TypeError) as error:
+            raise ValueError(f"class_weight must be None, 'balanced' or a dict class -> non-negative weight; got "
+                             f"{class_weight!r} ({error})") from None
+        if not np.all(np.isfinite(weights) & (weights >= 0)):
+            raise ValueError(f"class_weight must give finite, non-negative weights; got {class_weight!r}")
+    if not np.any(weights > 0):
+        raise ValueError("every row's weight is zero (sample_weight times class_weight); rows of weight zero take "
+                         "no part, so at least one row of each class needs a positive weight")
+    weight_of_class = np.bincount(code, weights=weights, minlength=classes.size)
+    if np.any(weight_of_class <= 0):
+        empty = ", ".join(repr(c.item()) for c in classes[weight_of_class <= 0])
+        raise ValueError(f"every row of class {empty} has weight 0; each class needs a row of positive weight (drop "
+                         "the class from y, or give its rows a positive sample_weight / class_weight)")
+    kept = np.flatnonzero(weights > 0)
+    # +0.0 turns -0.0 into 0.0: equal values, equal rows
+    keys = np.column_stack([X[kept] + 0.0, code[kept].astype(np.float64)])
+    # in lexicographic order of (input, label): the order the rows arrive in changes nothing downstream, not even
+    # which random numbers of the samplers meet which input
+    _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    totals = np.bincount(inverse, weights=weights[kept], minlength=first.size)
+    row = np.full(X.shape[0], -1)
+    row[kept] = inverse
+    rows = kept[first]
+    return TrainingData(X[rows] + 0.0, Y[:, rows], classes, None if np.all(totals == 1.0) else totals), row
+
+
+def training_data(X, y, sample_weight=None) -> TrainingData:
+    """:func:`check_inputs`, :func:`one_vs_rest_labels` and :func:`check_sample_weight` in one, rows kept as given
+    (a zero weight stays, as a row that takes no part): the validation of an entry point whose results are per
+    row (:func:`bayesvm.solver.dual.fit_map`). Entry points whose results are not per row collapse the rows
+    (:func:`collapsed_training_data`)."""
     X = check_inputs(X)
-    return TrainingData(X, *one_vs_rest_labels(y, X.shape[0]))
+    weights = None if sample_weight is None else check_sample_weight(sample_weight, X.shape[0])
+    return TrainingData(X, *one_vs_rest_labels(y, X.shape[0]), weights)
 
 
 def check_positive(value, name: str) -> float:

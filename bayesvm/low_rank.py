@@ -95,7 +95,8 @@ MINIBATCH_ABOVE = 20_000
 PIVOT_TOLERANCE = 1e-12
 
 
-def inducing_inputs(X, m: int, *, method: str = "kmeans", kernel: Kernel | None = None, random_state=0) -> np.ndarray:
+def inducing_inputs(X, m: int, *, method: str = "kmeans", kernel: Kernel | None = None, random_state=0,
+                    sample_weight=None) -> np.ndarray:
     """m inducing inputs Z (an (m, d) float64 array) for :func:`low_rank_prior`, chosen from the inputs X.
 
     ``method``:
@@ -106,7 +107,9 @@ def inducing_inputs(X, m: int, *, method: str = "kmeans", kernel: Kernel | None 
       where the inputs are dense, minimising sum_i min_j |x_i - z_j|^2; it does
       not depend on the kernel, so one Z serves a whole hyperparameter search
       and the approximate objective stays a smooth function of the
-      hyperparameters. ``kernel`` is ignored.
+      hyperparameters. ``kernel`` is ignored; ``sample_weight`` (n,), the rows' weights, weighs the clustering
+      (a row of weight 2 counts as the row twice). Where X has no more than m distinct rows, they are Z (the
+      low-rank prior is then exact at the inputs).
     * ``"pivoted-cholesky"``: the m training rows picked by the greedy pivoted
       Cholesky factorisation of the unit-amplitude shape ``base`` of
       ``kernel`` (:func:`pivoted_cholesky`): each step takes the row whose
@@ -124,7 +127,7 @@ def inducing_inputs(X, m: int, *, method: str = "kmeans", kernel: Kernel | None 
     ``random_state`` seeds k-means (pivoted Cholesky is deterministic; ties go
     to the first row). Raises ValueError for m < 1, m > n, an unknown method,
     a missing kernel, non-finite X, or k-means finding fewer than m distinct
-    centres (X has fewer than m distinct rows).
+    centres.
 
     References: S. Fine and K. Scheinberg, Efficient SVM training using
     low-rank kernel representations, JMLR 2 (2001) 243-264; H. Harbrecht,
@@ -134,7 +137,10 @@ def inducing_inputs(X, m: int, *, method: str = "kmeans", kernel: Kernel | None 
     X = check_inputs(X)
     m = _check_inducing_count(m, X.shape[0])
     if method == "kmeans":
-        return _kmeans_centres(X, m, random_state)
+        distinct = np.unique(X, axis=0)
+        if distinct.shape[0] <= m:  # no more inputs than centres: the inputs themselves
+            return distinct
+        return _kmeans_centres(X, m, random_state, sample_weight)
     if method == "pivoted-cholesky":
         if kernel is None:
             raise ValueError('method="pivoted-cholesky" needs the kernel (its unit-amplitude shape is factorised)')
@@ -149,19 +155,21 @@ def _check_inducing_count(m, n: int) -> int:
     return int(m)
 
 
-def _kmeans_centres(X: np.ndarray, m: int, random_state) -> np.ndarray:
+def _kmeans_centres(X: np.ndarray, m: int, random_state, sample_weight=None) -> np.ndarray:
     """k-means centres of X, clustered about its mean (which KMeans does itself, MiniBatchKMeans not): an offset
     of every row moves every centre by the same offset. Mini-batch steps are too small to gain from threads (and
     lose much on a busy machine)."""
     from sklearn.cluster import KMeans, MiniBatchKMeans
     from threadpoolctl import threadpool_limits
 
-    mean = X.mean(axis=0)
+    mean = np.average(X, axis=0, weights=sample_weight)
     if X.shape[0] > MINIBATCH_ABOVE:
         with threadpool_limits(1):
-            Z = MiniBatchKMeans(n_clusters=m, n_init=1, random_state=random_state).fit(X - mean).cluster_centers_
+            Z = MiniBatchKMeans(n_clusters=m, n_init=1, random_state=random_state).fit(
+                X - mean, sample_weight=sample_weight).cluster_centers_
     else:
-        Z = KMeans(n_clusters=m, n_init=1, random_state=random_state).fit(X - mean).cluster_centers_
+        Z = KMeans(n_clusters=m, n_init=1, random_state=random_state).fit(
+            X - mean, sample_weight=sample_weight).cluster_centers_
     Z = np.asarray(Z, dtype=np.float64) + mean
     n_distinct = np.unique(Z, axis=0).shape[0]
     if n_distinct < m:

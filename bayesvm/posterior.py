@@ -197,7 +197,7 @@ class Posterior(_LatentPredictions):
         if approximation == "ep":
             # converged fully (log_z_tol = 0); a loop that does not converge is followed by the slower ones of EP_LOOPS
             result = ep if ep is not None else converged_ep(gram_matrix(fit.kernel, fit.X),
-                                                            jnp.asarray(fit.y), fit.C)
+                                                            jnp.asarray(fit.y), fit.C, weights=fit.weights)
             if not bool(result.converged):
                 warnings.warn(f"EP for the posterior did not converge (its last loop: {int(result.n_iter)} "
                               "iterations), so its predictions are approximate; the Laplace-style posterior "
@@ -206,7 +206,7 @@ class Posterior(_LatentPredictions):
             return cls(fit=fit, ep=result)
         K = gram_matrix(fit.kernel, fit.X)
         size = _linalg.buffer_size(int(fit.marginal.sum()), fit.X.shape[0])
-        return cls(fit=fit, factor=laplace_factor(K, fit.solution, fit.C, size))
+        return cls(fit=fit, factor=laplace_factor(K, fit.solution, fit.boxes, size))
 
     @property
     def approximation(self) -> str:
@@ -274,7 +274,8 @@ def low_rank_posteriors(data: TrainingData, C: float, kernel: Kernel, inducing) 
     fully (``log_z_tol`` 0), as the full path's posterior is."""
     x, X, Z = (as_float64(a) for a in (coordinates_of(C, kernel), data.X, inducing))
     cold = EPSites(*(np.zeros(data.Y.shape),) * 2)
-    naive = low_rank_naive_evidences_and_gradient(x, X, Z, data.Y, kernel, cold, tol=FULL_TOLERANCE, log_z_tol=0.0)
+    naive = low_rank_naive_evidences_and_gradient(x, X, Z, data.Y, kernel, cold, weights=data.weights,
+                                                  tol=FULL_TOLERANCE, log_z_tol=0.0)
     posteriors = tuple(LowRankPosterior(low_rank_predictor(x, X, Z, kernel, EPSites(precision, shift)), C,
                                         data.X.shape[0])
                        for precision, shift in zip(*(np.asarray(s) for s in naive.sites)))
@@ -301,7 +302,8 @@ def posteriors_at(data: TrainingData, C: float, kernel: Kernel, *, inducing=None
     K = gram_matrix(kernel, jnp.asarray(data.X))
     posteriors = []
     for problem in data.problems:
-        fit = fit_map_on_gram(K, data.X, problem.Y[0], problem.classes, C, kernel, stacklevel=4)
-        ep = converged_ep(K, jnp.asarray(fit.y), C, tol=tol) if approximation == "ep" else None
+        fit = fit_map_on_gram(K, data.X, problem.Y[0], problem.classes, C, kernel, weights=data.weights,
+                              stacklevel=4)
+        ep = converged_ep(K, jnp.asarray(fit.y), C, weights=data.weights, tol=tol) if approximation == "ep" else None
         posteriors.append(Posterior.from_fit(fit, approximation, ep=ep))
     return tuple(posteriors)

@@ -99,8 +99,11 @@ class Cells(NamedTuple):
       amplitude_b (base + offset_ratio);
     y: (M,) labels in {-1, +1} (ln Q(D) only; None for ln N(D));
     n: the number of training points (the exponent of the stand-in integral; M otherwise);
-    rows: ``(index, counts)`` of the distinct inputs among the M (:func:`bayesvm._linalg.distinct_rows`), which
-      ln N(D) over the training inputs collapses onto; None: every input distinct.
+    rows: ``(index, totals)`` of the distinct inputs among the M and their summed weights
+      (:func:`bayesvm._linalg.distinct_rows`), which ln N(D) over the training inputs collapses onto; None: every
+      input distinct, of weight 1;
+    weights: (M,) the inputs' weights, each label term to that power (theory: "Weights and repeated rows"); None:
+      every weight 1.
     """
 
     base: np.ndarray
@@ -110,16 +113,18 @@ class Cells(NamedTuple):
     y: np.ndarray | None = None
     n: int | None = None
     rows: tuple[np.ndarray, np.ndarray] | None = None
+    weights: np.ndarray | None = None
 
     @classmethod
-    def at(cls, base, offset_ratio, amplitude, C, y=None, n=None, rows=None) -> "Cells":
+    def at(cls, base, offset_ratio, amplitude, C, y=None, n=None, rows=None, weights=None) -> "Cells":
         """Cells with the per-cell values as float64 arrays broadcast to one length."""
         amplitude, C = np.broadcast_arrays(np.atleast_1d(np.asarray(amplitude, dtype=np.float64)),
                                            np.atleast_1d(np.asarray(C, dtype=np.float64)))
         base = np.asarray(base, dtype=np.float64)  # host-side (NumPy): the estimators factor and pad it there
         n = base.shape[0] if n is None else int(n)
         return cls(base, float(offset_ratio), amplitude.copy(), C.copy(),
-                   None if y is None else np.asarray(y, dtype=np.float64), n, rows)
+                   None if y is None else np.asarray(y, dtype=np.float64), n, rows,
+                   None if weights is None else np.asarray(weights, dtype=np.float64))
 
     @property
     def size(self) -> int:
@@ -168,7 +173,8 @@ def _ep_estimate(cells: Cells, sites: str, tol: float, log_z_tol: float) -> Esti
     converged; cells whose loop has not converged run again with each slower loop of ``EP_LOOPS`` in turn. One cell
     of ln Q(D) runs :func:`converged_ep`, whose result (``diagnostics["ep"]``) also serves the posterior there."""
     if sites == "labels" and cells.size == 1:
-        result = converged_ep(cells.prior(0), cells.y, float(cells.C[0]), tol=tol, log_z_tol=log_z_tol)
+        result = converged_ep(cells.prior(0), cells.y, float(cells.C[0]), weights=cells.weights, tol=tol,
+                              log_z_tol=log_z_tol)
         diagnostics = {"n_iter": np.array([int(result.n_iter)]), "ep": jax.tree_util.tree_map(lambda v: np.asarray(v)[None], result)}
         return Estimate(np.array([float(result.log_z)]), np.zeros(1), np.array([bool(result.converged)]), diagnostics)
     base = cells.unit_prior
@@ -177,8 +183,9 @@ def _ep_estimate(cells: Cells, sites: str, tol: float, log_z_tol: float) -> Esti
     n_iter = np.zeros(cells.size, int)
     todo = np.arange(cells.size)
     for damping, max_iter in EP_LOOPS:
-        out = _in_batches(lambda a, c: ep_log_z_batch(base, a, c, y, sites=sites, damping=damping, max_iter=max_iter,
-                                                      tol=tol, log_z_tol=log_z_tol),
+        out = _in_batches(lambda a, c: ep_log_z_batch(base, a, c, y, weights=cells.weights if y is not None else None,
+                                                      sites=sites, damping=damping, max_iter=max_iter, tol=tol,
+                                                      log_z_tol=log_z_tol),
                           cells.amplitude[todo], cells.C[todo], batch_size=min(_BATCH, cells.size))
         log_z[todo], converged[todo] = out.log_z, out.converged
         n_iter[todo] += out.n_iter
@@ -202,8 +209,9 @@ class EPNaive:
     def __call__(self, cells: Cells) -> Estimate:
         return _ep_estimate(cells, "labels", self.tol, self.log_z_tol)
 
-    def along_path(self, X, template: Kernel, inducing=None) -> Callable[..., NaiveEvidenceGradient]:
-        """ln Q(D) of k problems on the inputs X (n, d) and the gradient of their sum in the search coordinates, as
+    def along_path(self, X, template: Kernel, inducing=None, weights=None) -> Callable[..., NaiveEvidenceGradient]:
+        """ln Q(D) of k problems on the inputs X (n, d) with the rows' ``weights`` (n,) (None: 1 each) and the
+        gradient of their sum in the search coordinates, as
         ``naive(x, Y, sites, damping, max_iter)`` (Y (k, n) in -1/+1, sites their (k, n) warm starts): on the full
         prior (:func:`bayesvm.inference.ep_gradient.ep_naive_evidences_and_gradient`) or, given ``inducing`` inputs
         (m, d), on the low-rank one (:func:`bayesvm.inference.ep_low_rank.low_rank_naive_evidences_and_gradient`)."""
@@ -212,9 +220,9 @@ class EPNaive:
 
         def naive(x, Y, sites: EPSites, damping: float, max_iter: int) -> NaiveEvidenceGradient:
             if inducing is None:
-                return ep_naive_evidences_and_gradient(x, X, Y, template, sites, damping=damping, max_iter=max_iter,
-                                                       **loop)
-            return low_rank_naive_evidences_and_gradient(x, X, inducing, Y, template, sites,
+                return ep_naive_evidences_and_gradient(x, X, Y, template, sites, weights=weights, damping=damping,
+                                                       max_iter=max_iter, **loop)
+            return low_rank_naive_evidences_and_gradient(x, X, inducing, Y, template, sites, weights=weights,
                                                          damping=damping, max_iter=max_iter, **loop)
 
         return naive
@@ -233,15 +241,18 @@ class LaplaceNaive:
     def __call__(self, cells: Cells) -> Estimate:
         # one matrix for the whole batch: the dual on base + r with box P = C k0, then alpha = b / k0
         base = cells.unit_prior
-        solutions = _in_batches(lambda P: solve_dual_boxes(base, cells.y, P), cells.amplitude * cells.C)
+        solutions = _in_batches(lambda P: solve_dual_boxes(base, cells.y, P, weights=cells.weights),
+                                cells.amplitude * cells.C)
         terms = []
         for b in range(cells.size):
             solution = jax.tree_util.tree_map(lambda v, b=b: jnp.asarray(v[b]), solutions)
             solution = solution._replace(alpha=solution.alpha / cells.amplitude[b])
             K = cells.prior(b)
             size = _linalg.buffer_size(int(np.sum(solution.marginal)), K.shape[0])
-            factor = laplace_factor(K, solution, cells.C[b], size)
-            terms.append(laplace_log_naive_evidence(K, cells.y, cells.C[b], solution, factor, self.determinant))
+            boxes = cells.C[b] * (1.0 if cells.weights is None else cells.weights)
+            factor = laplace_factor(K, solution, boxes, size)
+            terms.append(laplace_log_naive_evidence(K, cells.y, cells.C[b], solution, factor, self.determinant,
+                                                    cells.weights))
         terms = NaiveEvidenceTerms(*(np.array(column, dtype=np.float64) for column in zip(*terms)))
         return Estimate(terms.value, np.zeros(cells.size), np.isfinite(terms.value), {"terms": terms._asdict()})
 
@@ -315,15 +326,17 @@ class AnnealedNormalization:
             estimate.diagnostics["annealing"] = kept
         return estimate
 
-    def along_path(self, X, template: Kernel, inducing=None) -> ReweightedPath:
-        """ln N(D) over the inputs X (n, d) with its gradient along a search path: tempered SMC at anchors, at the
+    def along_path(self, X, template: Kernel, inducing=None, weights=None) -> ReweightedPath:
+        """ln N(D) over the inputs X (n, d) (``weights`` (n,): the rows' weights, None: 1 each) with its gradient
+        along a search path: tempered SMC at anchors, at the
         anchor plan of ``budget``, and their particles reweighted in between, on the full prior over the distinct
         inputs (:class:`bayesvm.normalization.path.NormalizationPath`) or, given ``inducing`` inputs, the low-rank one
         (:class:`bayesvm.normalization.low_rank.LowRankNormalizationPath`)."""
         X = as_float64(X)
         if inducing is None:
-            return NormalizationPath(X, template, key=self.key, budget=self.budget)
-        return LowRankNormalizationPath(X, as_float64(inducing), template, key=self.key, budget=self.budget)
+            return NormalizationPath(X, template, key=self.key, budget=self.budget, weights=weights)
+        return LowRankNormalizationPath(X, as_float64(inducing), template, key=self.key, budget=self.budget,
+                                        weights=weights)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from functools import cached_property
 import numpy as np
 
 from .._precision import float64, numpy_leaves
-from .._validation import TrainingData, check_inputs, check_kernel, check_labels, check_positive, training_data
+from .._validation import TrainingData, check_inputs, check_kernel, check_labels, check_positive, collapsed_training_data
 from .approximations import (
     NAIVE_ESTIMATORS,
     NORMALIZATION_ESTIMATORS,
@@ -145,13 +145,15 @@ class Evidence:
 
 
 @float64
-def point_cells(X, kernel: Kernel, C: float, y=None, n: int | None = None) -> Cells:
-    """(C, kernel) as one cell on the inputs X: the one unit-amplitude, zero-offset Gram matrix that every estimate
-    at the point (the MAP fits, ln Q(D) of each problem, ln N(D)) shares."""
+def point_cells(X, kernel: Kernel, C: float, y=None, n: int | None = None, weights=None) -> Cells:
+    """(C, kernel) as one cell on the inputs X with the rows' ``weights`` (None: 1 each): the one unit-amplitude,
+    zero-offset Gram matrix that every estimate at the point (the MAP fits, ln Q(D) of each problem, ln N(D))
+    shares."""
     X = np.asarray(X, dtype=np.float64)
     base = gram_matrix(kernel.replace(amplitude=1.0, offset=0.0), X)
     amplitude = float(kernel.amplitude)
-    return Cells.at(base, float(kernel.offset) / amplitude, amplitude, C, y=y, n=n, rows=distinct_rows(X))
+    return Cells.at(base, float(kernel.offset) / amplitude, amplitude, C, y=y, n=n, rows=distinct_rows(X, weights),
+                    weights=weights)
 
 
 def _naive_estimate(cells: Cells, approximation: str, determinant: str, random_state, stacklevel: int) -> Estimate:
@@ -171,8 +173,8 @@ def naive_evidence(
 ) -> Estimate:
     """ln Q(D) at a fitted MAP SVM's hyperparameters by the named approximation (one cell of
     :mod:`bayesvm.evidence.approximations`); the Laplace terms are in ``diagnostics["terms"]``."""
-    return _naive_estimate(point_cells(fit.X, fit.kernel, fit.C, y=fit.y), approximation, determinant, random_state,
-                           stacklevel=4)  # _naive_estimate, naive_evidence, its float64 wrapper, the caller
+    return _naive_estimate(point_cells(fit.X, fit.kernel, fit.C, y=fit.y, weights=fit.weights), approximation,
+                           determinant, random_state, stacklevel=4)  # _naive_estimate, naive_evidence, its float64 wrapper, the caller
 
 
 @float64
@@ -242,7 +244,7 @@ def training_normalization(data: TrainingData, C: float, kernel: Kernel, *, rand
     padded to :func:`bayesvm._linalg.problem_size`), the same value (a selection re-anchors its search path on them:
     :meth:`bayesvm.normalization.path.FullPathPrior.anchored`); ``budget``: its fixed work; ``cells``:
     :func:`point_cells` of the point where the caller has them already (one Gram matrix per point)."""
-    cells = point_cells(data.X, kernel, C) if cells is None else cells
+    cells = point_cells(data.X, kernel, C, weights=data.weights) if cells is None else cells
     return _normalization_estimate(cells, "annealed", 0, random_state, stacklevel=4, keep_particles=keep_particles,
                                    budget=budget)
 
@@ -294,12 +296,14 @@ def log_evidence(
     random_state=0,
     inducing=None,
     evidence_budget: float = 1.0,
+    sample_weight=None,
 ) -> Evidence:
     """ln P(D | C, kernel) for a data set.
 
     Parameters
     ----------
-    X, y : training inputs and two-valued labels.
+    X, y : training inputs and two-valued labels; rows with equal input and label are one row of their summed
+        weight (exact: theory, "Weights and repeated rows"), so ``fit`` holds the distinct rows.
     C, kernel : hyperparameters (kernel default ``RBF()``).
     approximation : how ln Q(D) is computed: ``"ep"`` (default),
         ``"laplace"`` (Sollich's Laplace-style form; theory: "The naive
@@ -327,6 +331,9 @@ def log_evidence(
         from n, the prior's numerical rank and C before it starts, and where its runs have not agreed by then
         it warns with :class:`bayesvm.EvidenceBudgetWarning` and reports the spread of a single run as its
         error (documentation: normalisation, "Cost: a fixed budget").
+    sample_weight : (n_samples,) non-negative weights, each row's likelihood term to that power (a row of weight 2
+        is the row twice; 0: left out). Weighted rows take ``approximation`` "ep" or "laplace" and
+        ``normalization="annealed"``.
     """
     if inducing is None:
         for name, value, accepted in (("approximation", approximation, NAIVE_ESTIMATORS),
@@ -337,10 +344,10 @@ def log_evidence(
     elif (approximation, normalization) != ("ep", "annealed"):
         raise ValueError("with inducing inputs the evidence is computed by EP (approximation='ep') and "
                          "tempered SMC (normalization='annealed') only")
-    X = check_inputs(X)
-    y_pm, classes = check_labels(y, X.shape[0])
-    data = TrainingData(X, y_pm[None, :], classes)
-    C, kernel = check_positive(C, "C"), check_kernel(RBF() if kernel is None else kernel, X.shape[1])
+    data, _ = collapsed_training_data(X, y, sample_weight)
+    if data.classes.size > 2:
+        check_labels(y, data.X.shape[0])  # raises: exactly two classes
+    C, kernel = check_positive(C, "C"), check_kernel(RBF() if kernel is None else kernel, data.X.shape[1])
     budget = EvidenceBudget(evidence_budget)
     if inducing is not None:
         return _low_rank_evidences(data, C, kernel, inducing, random_state, budget)[0]
@@ -362,9 +369,13 @@ def evidences_at(data: TrainingData, C: float, kernel: Kernel, *, approximation:
     (:func:`training_normalization`); ``budget``: ln N(D)'s fixed work; ``cells``: :func:`point_cells` of the
     point where the caller has them already.
     """
-    cells = point_cells(data.X, kernel, C) if cells is None else cells
+    if data.weights is not None and (approximation == "sampled" or normalization != "annealed"):
+        raise ValueError(f"weighted or repeated rows (sample_weight) take approximation='ep' or 'laplace' and "
+                         f"normalization='annealed'; got approximation={approximation!r}, "
+                         f"normalization={normalization!r}")
+    cells = point_cells(data.X, kernel, C, weights=data.weights) if cells is None else cells
     K = cells.prior(0)
-    fits = [fit_map_on_gram(K, data.X, problem.Y[0], problem.classes, C, kernel, stacklevel=5)
+    fits = [fit_map_on_gram(K, data.X, problem.Y[0], problem.classes, C, kernel, weights=data.weights, stacklevel=5)
             for problem in data.problems]
     if normalization_estimate is not None:
         norm = normalization_estimate
@@ -418,11 +429,11 @@ def _low_rank_evidences(data: TrainingData, C: float, kernel: Kernel, inducing, 
     estimated once for all of them."""
     X = data.X
     if isinstance(inducing, (int, np.integer)) and not isinstance(inducing, bool):
-        Z = inducing_inputs(X, int(inducing), random_state=random_state)
+        Z = inducing_inputs(X, int(inducing), random_state=random_state, sample_weight=data.weights)
     else:
         Z = check_inputs(inducing, name="inducing", n_features=X.shape[1])
     norm, _ = annealed_log_normalization_low_rank(low_rank_prior(kernel, X, Z), C,
-                                                  key=random_state, budget=budget)
+                                                  key=random_state, budget=budget, weights=data.weights)
     if not norm.runs_agree:
         warnings.warn(_UNTRUSTED_NORMALIZATION["annealed"].format(option="normalization", ess=norm.ess,
                                                                  n_runs=norm.n_runs),
@@ -478,14 +489,15 @@ class OneVsRestEvidence:
 
 @float64
 def log_evidence_one_vs_rest(X, y, *, C: float = 1.0, kernel: Kernel | None = None, random_state=0,
-                             inducing=None, evidence_budget: float = 1.0) -> OneVsRestEvidence:
+                             inducing=None, evidence_budget: float = 1.0, sample_weight=None) -> OneVsRestEvidence:
     """ln P(D) of the one-vs-rest problems of a k-class data set at shared hyperparameters (EP and tempered SMC,
     :func:`log_evidence`'s defaults), with one ln N(D) for all k problems.
 
     X, y : training inputs and labels of two or more classes; C, kernel, random_state, inducing, evidence_budget : as
-    in :func:`log_evidence`. Two classes give one problem, the same numbers as :func:`log_evidence`.
+    in :func:`log_evidence`; sample_weight : as there. Two classes give one problem, the same numbers as
+    :func:`log_evidence`.
     """
-    data = training_data(X, y)
+    data, _ = collapsed_training_data(X, y, sample_weight)
     C, kernel = check_positive(C, "C"), check_kernel(RBF() if kernel is None else kernel, data.X.shape[1])
     return one_vs_rest_evidence(data, C, kernel, random_state=random_state, inducing=inducing,
                                 budget=EvidenceBudget(evidence_budget))

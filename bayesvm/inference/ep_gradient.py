@@ -83,29 +83,31 @@ class NaiveEvidenceGradient(NamedTuple):
 
 
 def tilted_gradient(post: GaussianPosterior, tau: Array, shift: Array, y: Array, x: Array,
-                    mask: Array | None = None) -> Array:
+                    weights: Array | float = 1.0) -> Array:
     """d/dx of sum_i ln Z_i(m_i, v_i; C) at the fixed cavities (m_i, v_i): only x_0 = ln C moves it
     (:func:`bayesvm.inference.ep.label_penalty_derivative` times dC/dx_0 = C).
 
-    x: the search coordinates (any length); ``mask`` (optional, bool per entry) leaves padding entries out of the sum.
+    x: the search coordinates (any length); ``weights``: each site's weight (0 at padding entries, which then add
+    nothing).
     """
     C = penalty_at(x)
-    return jnp.zeros_like(x).at[0].set(label_penalty_derivative(post, tau, shift, y, C, mask) * C)
+    return jnp.zeros_like(x).at[0].set(label_penalty_derivative(post, tau, shift, y, C, weights) * C)
 
 
 @float64
 def ep_naive_evidence_and_gradient(x: Array, X: Array, y: Array, template: Kernel, sites: EPSites,
-                                   **loop) -> NaiveEvidenceGradient:
-    """EP's ln Q(D) = n ln kappa(C) + ln INT N(theta; 0, K) exp(-C sum_i l(y_i theta_i)) dtheta and d/dx.
+                                   weights=None, **loop) -> NaiveEvidenceGradient:
+    """EP's ln Q(D) = sum_i w_i ln kappa(C) + ln INT N(theta; 0, K) exp(-C sum_i w_i l(y_i theta_i)) dtheta and d/dx.
 
     x: the search coordinates (:mod:`bayesvm.hyperparameters`); X, y: the
-    training inputs and labels in {-1, +1}; template: the kernel family;
+    training inputs and labels in {-1, +1}; weights: the rows' weights w_i (None: all 1); template: the kernel family;
     sites: the warm start (:func:`zero_sites` for a cold one); ``loop``: EP's damping, max_iter, tol and
     log_z_tol, as in :func:`ep_naive_evidences_and_gradient` (see :func:`bayesvm.inference.ep_loop.ep_loop`). The
     gradient is exact at the fixed point, so it is as accurate as the sites
     are converged. The one-problem case of :func:`ep_naive_evidences_and_gradient`.
     """
-    batch = ep_naive_evidences_and_gradient(x, X, np.asarray(y)[None, :], template, batched_sites([sites]), **loop)
+    batch = ep_naive_evidences_and_gradient(x, X, np.asarray(y)[None, :], template, batched_sites([sites]),
+                                            weights=weights, **loop)
     return first_problem(batch)
 
 
@@ -128,6 +130,7 @@ def ep_naive_evidences_and_gradient(
     template: Kernel,
     sites: EPSites,
     *,
+    weights=None,
     damping: float = 0.5,
     max_iter: int = 200,
     tol: float = 1e-6,
@@ -135,7 +138,8 @@ def ep_naive_evidences_and_gradient(
 ) -> NaiveEvidenceGradient:
     """EP's ln Q(D_c) of k binary problems on the same inputs, and the gradient of their sum sum_c ln Q(D_c).
 
-    Y: (k, n) labels in {-1, +1}; sites: their warm starts as (k, n) arrays (:func:`batched_sites`). K(x) is
+    Y: (k, n) labels in {-1, +1}; weights: (n,) the rows' weights (None: all 1), shared by the problems; sites:
+    their warm starts as (k, n) arrays (:func:`batched_sites`). K(x) is
     built once; each problem runs EP on it from its sites (:func:`bayesvm.inference.ep.padded_label_run`, one
     after the other), and the runs' summed d ln Z / dK is carried to the coordinates by one vector-Jacobian
     product of x -> K(x), their d ln Z / dC by C = exp(x_0). Returns value,
@@ -150,10 +154,11 @@ def ep_naive_evidences_and_gradient(
     n = X.shape[0]
     size = _linalg.problem_size(n)
     mask = _linalg.padding_mask(n, size)
+    padded_weights = _linalg.pad_weights(weights, n, size)
     X = _linalg.pad_rows(X, size)
     K = _padded_gram(x, X, mask, template)
     C = float(np.exp(x[0]))
-    runs = [padded_label_run(K, _linalg.pad_labels(np.asarray(y, dtype=np.float64), size), mask, C,
+    runs = [padded_label_run(K, _linalg.pad_labels(np.asarray(y, dtype=np.float64), size), padded_weights, C,
                              (_linalg.pad_vector(np.asarray(p, dtype=np.float64), size),
                               _linalg.pad_vector(np.asarray(h, dtype=np.float64), size)),
                              damping, max_iter, tol, log_z_tol)

@@ -315,9 +315,11 @@ def run_ep(
 # ---------------------------------------------------------------------------
 
 
-def label_sites(y: Array, C) -> SiteMoments:
+def label_sites(y: Array, C, weights: Array | float = 1.0) -> SiteMoments:
+    """The label sites Q(y_i | theta_i)^{w_i} (:func:`bayesvm.inference.tilted.label_tilted_moments`)."""
+
     def moments(mean, variance):
-        return label_tilted_moments(mean, variance, C, y)
+        return label_tilted_moments(mean, variance, C, y, weights)
 
     return moments
 
@@ -361,9 +363,9 @@ def shifted_sites(moments: SiteMoments, shift: Array) -> SiteMoments:
     return at
 
 
-def site_family(sites: str, y: Array | None, C) -> SiteMoments:
+def site_family(sites: str, y: Array | None, C, weights: Array | float = 1.0) -> SiteMoments:
     if sites == "labels":
-        return label_sites(y, C)
+        return label_sites(y, C, weights)
     if sites == "nu":
         return nu_sites(C)
     raise ValueError(f"sites must be one of {SITE_FAMILIES}; got {sites!r}")

@@ -158,13 +158,14 @@ def _gaussian_log_z(prior: LowRankPrior, tau: Array, shift: Array) -> Array:
 
 @float64
 def low_rank_naive_evidence_and_gradient(x: Array, X: Array, Z: Array, y: Array, template: Kernel, sites: EPSites,
-                                         **options) -> NaiveEvidenceGradient:
+                                         weights=None, **options) -> NaiveEvidenceGradient:
     """EP's ln Q(D) over the low-rank prior through the inducing inputs Z, and its exact gradient in x.
 
     As :func:`bayesvm.inference.ep_gradient.ep_naive_evidence_and_gradient` with the
     prior :func:`bayesvm.low_rank.low_rank_prior_at` (x, X, Z, template, kind)
     in place of K(x): x the search coordinates, X (n, p) and y (n,) in
-    {-1, +1} the training data, Z (m, p) the inducing inputs (held fixed),
+    {-1, +1} the training data, ``weights`` (n,) the rows' weights (None: all 1), Z (m, p) the inducing inputs
+    (held fixed),
     sites the warm start (:func:`bayesvm.inference.ep_gradient.zero_sites` for a cold one); ``options``:
     ``kind`` ("fitc" or "dtc") and EP's loop, as in :func:`low_rank_naive_evidences_and_gradient`. O(n r^2 + r^3)
     per sweep and O(n r) memory, r = m + 1. The gradient is exact at the
@@ -174,7 +175,7 @@ def low_rank_naive_evidence_and_gradient(x: Array, X: Array, Z: Array, y: Array,
     :func:`low_rank_naive_evidences_and_gradient`.
     """
     batch = low_rank_naive_evidences_and_gradient(x, X, Z, np.asarray(y)[None, :], template, batched_sites([sites]),
-                                                  **options)
+                                                  weights=weights, **options)
     return first_problem(batch)
 
 
@@ -187,6 +188,7 @@ def low_rank_naive_evidences_and_gradient(
     template: Kernel,
     sites: EPSites,
     *,
+    weights=None,
     kind: str = "fitc",
     damping: float = 0.5,
     max_iter: int = 200,
@@ -201,13 +203,15 @@ def low_rank_naive_evidences_and_gradient(
     One compiled program per input shapes and ``kind``: the inputs enter as float64 and EP's loop options as
     arguments of fixed types, so that callers passing other options (the search, the posterior) or other dtypes
     share it."""
-    x, X, Z, Y, precision, shift = (as_float64(a) for a in (x, X, Z, Y, *sites))
+    weights = np.ones(np.shape(X)[0]) if weights is None else weights
+    x, X, Z, Y, weights, precision, shift = (as_float64(a) for a in (x, X, Z, Y, weights, *sites))
     loop = (as_float64(damping), as_int64(max_iter), as_float64(tol), as_float64(log_z_tol))
-    return _low_rank_naive_evidences_and_gradient(x, X, Z, Y, template, EPSites(precision, shift), *loop, kind=kind)
+    return _low_rank_naive_evidences_and_gradient(x, X, Z, Y, weights, template, EPSites(precision, shift), *loop,
+                                                  kind=kind)
 
 
 @jit(static_argnames=("kind",))
-def _low_rank_naive_evidences_and_gradient(x: Array, X: Array, Z: Array, Y: Array, template: Kernel,
+def _low_rank_naive_evidences_and_gradient(x: Array, X: Array, Z: Array, Y: Array, weights: Array, template: Kernel,
                                            sites: EPSites, damping: Array, max_iter: Array, tol: Array,
                                            log_z_tol: Array, *, kind: str) -> NaiveEvidenceGradient:
     """The compiled body of :func:`low_rank_naive_evidences_and_gradient` (every argument but ``kind`` traced)."""
@@ -216,10 +220,10 @@ def _low_rank_naive_evidences_and_gradient(x: Array, X: Array, Z: Array, Y: Arra
     posterior = partial(low_rank_posterior, prior)
 
     def solve(y, start):
-        state = ep_loop(posterior, prior_variances(prior), label_sites(y, C), False, damping, max_iter, tol,
-                        log_z_tol, start)
+        state = ep_loop(posterior, prior_variances(prior), label_sites(y, C, weights), False, damping, max_iter,
+                        tol, log_z_tol, start)
         tau, shift, post = state.site_precision, state.site_shift, state.posterior
-        return state, jax.grad(_gaussian_log_z)(prior, tau, shift), tilted_gradient(post, tau, shift, y, x)
+        return state, jax.grad(_gaussian_log_z)(prior, tau, shift), tilted_gradient(post, tau, shift, y, x, weights)
 
     return _summed_over_problems(prior, prior_vjp, x, Y, sites, solve, extra_factorizations=3)
 

@@ -68,9 +68,9 @@ class NaiveEvidenceTerms(NamedTuple):
     """The terms of the Laplace-style ln Q(D); ``value`` is their sum."""
 
     value: Array
-    log_kappa_term: Array  # n ln kappa(C)
+    log_kappa_term: Array  # sum_i w_i ln kappa(C) (n ln kappa(C) unweighted)
     quadratic_term: Array  # -1/2 sum_i y_i a_i theta_i
-    hinge_term: Array  # -C sum_i l(y_i theta_i)
+    hinge_term: Array  # -C sum_i w_i l(y_i theta_i)
     log_det_term: Array  # -1/2 ln det(I + L_m K_m)  (or det(L_m K_m))
     n_marginal: Array
 
@@ -87,11 +87,13 @@ def marginal_precision(alpha: Array, C: Array | float) -> Array:
 
 @float64
 @jit(rarely_run=True, static_argnames=("size",))
-def laplace_factor(K: Array, solution: DualSolution, C: Array | float, size: int) -> LaplaceFactor:
-    """Gather the marginal set (at most ``size`` points) and factor B."""
+def laplace_factor(K: Array, solution: DualSolution, boxes: Array | float, size: int) -> LaplaceFactor:
+    """Gather the marginal set (at most ``size`` points) and factor B; ``boxes``: each point's upper bound C w_i on
+    a_i (a scalar C where every weight is 1), whose kink has precision :func:`marginal_precision` at that box."""
     index, valid = _linalg.subset_indices(solution.marginal, size)
     K_m = _linalg.padded_submatrix(K, index, valid)
-    sqrt_precision = jnp.where(valid, jnp.sqrt(marginal_precision(solution.alpha[index], C)), 0.0)
+    box = jnp.broadcast_to(jnp.asarray(boxes, dtype=K.dtype), solution.alpha.shape)[index]
+    sqrt_precision = jnp.where(valid, jnp.sqrt(marginal_precision(solution.alpha[index], box)), 0.0)
     B = jnp.eye(size, dtype=K.dtype) + sqrt_precision[:, None] * K_m * sqrt_precision[None, :]
     return LaplaceFactor(index, valid, sqrt_precision, jnp.linalg.cholesky(B))
 
@@ -105,8 +107,13 @@ def laplace_log_naive_evidence(
     solution: DualSolution,
     factor: LaplaceFactor,
     determinant: str = "regularized",
+    weights: Array | None = None,
 ) -> NaiveEvidenceTerms:
     """Sollich's Laplace-style ln Q(D) and its terms (pure; jit/vmap-able).
+
+    With row weights w_i (``weights``; None: every w_i = 1) each label term is to the power w_i: the kappa term is
+    sum_i w_i ln kappa(C), the hinge term -C sum_i w_i l(y_i theta_i), and point i's box C w_i (theory: "Weights
+    and repeated rows"; ``solution`` and ``factor`` at those boxes).
 
     ``determinant="regularized"`` uses det(I + L_m K_m) (default),
     ``"raw"`` the original det(L_m K_m), which is +inf evidence when K_m is
@@ -114,11 +121,11 @@ def laplace_log_naive_evidence(
     """
     if determinant not in DETERMINANTS:
         raise ValueError(f"determinant must be one of {DETERMINANTS}; got {determinant!r}")
-    n = y.shape[0]
+    weights = jnp.ones_like(y) if weights is None else weights
     alpha, theta = solution.alpha, solution.theta
-    log_kappa_term = n * log_kappa(C)
+    log_kappa_term = jnp.sum(weights) * log_kappa(C)
     quadratic_term = -0.5 * jnp.sum(y * alpha * theta)
-    hinge_term = -C * jnp.sum(hinge(y * theta))
+    hinge_term = -C * jnp.sum(weights * hinge(y * theta))
     if determinant == "regularized":
         log_det = _linalg.cholesky_logdet(factor.chol)
     else:

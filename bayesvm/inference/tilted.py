@@ -189,10 +189,16 @@ def hinge_tilted_moments(mean: Array, variance: Array, C: Array | float, sign: A
 
 
 @float64
-def label_tilted_moments(mean: Array, variance: Array, C: Array | float, y: Array | float) -> TiltedMoments:
-    """Moments of N(theta; mean, variance) Q(y | theta), Q = kappa(C) exp(-C l(y theta))."""
-    hinge = hinge_tilted_moments(mean, variance, C, y)
-    return hinge._replace(log_z=hinge.log_z + log_kappa(C))
+def label_tilted_moments(mean: Array, variance: Array, C: Array | float, y: Array | float,
+                         weight: Array | float = 1.0) -> TiltedMoments:
+    """Moments of N(theta; mean, variance) Q(y | theta)^w, Q = kappa(C) exp(-C l(y theta)), w = ``weight`` >= 0.
+
+    A weighted label's likelihood term is Q to the power w (theory: "Weights and repeated rows"):
+    kappa(C)^w exp(-w C l(y theta)), the hinge site at penalty w C with w ln kappa(C) added to ln Z. An integer
+    w is w copies of the label at one input; w = 0 is a flat site (ln Z = 0, the cavity's moments).
+    """
+    hinge = hinge_tilted_moments(mean, variance, weight * C, y)
+    return hinge._replace(log_z=hinge.log_z + weight * log_kappa(C))
 
 
 @float64

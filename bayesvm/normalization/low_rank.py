@@ -97,9 +97,11 @@ def log_nu_smoothed(u: Array, d: Array, C: Array | float) -> Array:
 
 
 @float64
-def low_rank_log_likelihood(w: Array, V: Array, d: Array, C: Array | float) -> Array:
-    """l(w) = sum_i ln nubar_i(v_i^T w), for one w (r,) or a batch of rows (..., r) as one product w V^T."""
-    return jnp.sum(log_nu_smoothed(w @ V.T, d, C), axis=-1)
+def low_rank_log_likelihood(w: Array, V: Array, d: Array, C: Array | float, weights: Array | float = 1.0) -> Array:
+    """l(w) = sum_i c_i ln nubar_i(v_i^T w), for one w (r,) or a batch of rows (..., r) as one product w V^T;
+    c_i = ``weights`` (n,), each input's summed row weight (1: every input once; theory: "Weights and repeated
+    rows")."""
+    return jnp.sum(weights * log_nu_smoothed(w @ V.T, d, C), axis=-1)
 
 
 def _checked_prior(prior) -> tuple[np.ndarray, np.ndarray]:
@@ -113,22 +115,24 @@ def _checked_prior(prior) -> tuple[np.ndarray, np.ndarray]:
 
 @float64
 def reference_log_likelihood(z: Array, mean: Array, scale: Array, log_det_scale: Array, V: Array, d: Array,
-                             C: Array | float) -> Array:
+                             C: Array | float, weights: Array | float = 1.0) -> Array:
     """ln p(w) - ln q(w) at w = m + S z: the integrand of N(D) = E_{z ~ N(0, I)}[p(w) / q(w)] (module docstring).
 
     p(w) = N(w; 0, I) prod_i nubar_i(v_i^T w) and q = N(m, S S^T) the reference
     (``mean``, ``scale``, ``log_det_scale`` = ln |det S|):
-    -|w|^2 / 2 + |z|^2 / 2 + ln |det S| + l(w).
+    -|w|^2 / 2 + |z|^2 / 2 + ln |det S| + l(w) (``weights`` as in :func:`low_rank_log_likelihood`).
     """
     w = mean + z @ scale.T
-    return reference_log_ratio(w, z, log_det_scale) + low_rank_log_likelihood(w, V, d, C)
+    return reference_log_ratio(w, z, log_det_scale) + low_rank_log_likelihood(w, V, d, C, weights)
 
 
 @float64
 def annealed_log_normalization_low_rank(prior: LowRankPrior, C: float, *, key=0, reference: bool = True,
                                         budget: EvidenceBudget = EvidenceBudget(), role: str = "check",
-                                        keep_particles: bool = False) -> tuple[AnnealingResult, WeightGaussian]:
-    """ln N(D) = ln E_w[prod_i nubar_i(v_i^T w)] under the prior V V^T + diag(d), by tempered SMC over w.
+                                        keep_particles: bool = False,
+                                        weights=None) -> tuple[AnnealingResult, WeightGaussian]:
+    """ln N(D) = ln E_w[prod_i nubar_i(v_i^T w)^c_i] under the prior V V^T + diag(d), by tempered SMC over w;
+    c_i the inputs' summed row ``weights`` (None: 1 each).
 
     ``prior`` is a :class:`bayesvm.low_rank.LowRankPrior` (V, d) over the n
     training inputs, e.g. ``low_rank_prior(kernel, X, Z, kind)``. With
@@ -146,7 +150,9 @@ def annealed_log_normalization_low_rank(prior: LowRankPrior, C: float, *, key=0,
              else WeightGaussian(np.zeros(V.shape[1]), eye, np.zeros(()), np.asarray(False)))
     plan = budget.plan(V.shape[1], V.shape[0], C, role)
     result = annealed_log_expectation(eye, reference_log_likelihood,
-                                      args=(start.mean, start.scale, start.log_det_scale, V, d, C), key=key,
+                                      args=(start.mean, start.scale, start.log_det_scale, V, d, C,
+                                            np.ones(V.shape[0]) if weights is None
+                                            else np.asarray(weights, dtype=np.float64)), key=key,
                                       keep_particles=keep_particles, warn=False, **plan)
     return result, start
 
@@ -159,13 +165,14 @@ def _prior_at(x: Array, X: Array, Z: Array, template: Kernel, kind: str) -> tupl
     return low_rank_prior_at(x, X, Z, template, kind), kernel.amplitude * INDUCING_JITTER * scale
 
 
-@partial(jax.tree_util.register_dataclass, data_fields=["X", "Z", "template"], meta_fields=["kind"])
+@partial(jax.tree_util.register_dataclass, data_fields=["X", "Z", "template", "weights"], meta_fields=["kind"])
 @dataclass(frozen=True)
 class LowRankPathPrior:
     """The low-rank prior through the inducing inputs ``Z``, as a :class:`bayesvm.normalization.path.PathPrior`.
 
     The particles are the w themselves; ln f(w; x) = l(w; x) (module
-    docstring). Not resolved where V or d is not finite, or where the jitter
+    docstring), each input's term times its summed row weight (``weights``). Not resolved where V or d is not
+    finite, or where the jitter
     added to K_mm, k0 x ``INDUCING_JITTER`` x mean diag of the shape over Z
     (theta^2 units), exceeds the margin's resolution.
     """
@@ -173,11 +180,12 @@ class LowRankPathPrior:
     X: Array
     Z: Array
     template: Kernel
+    weights: Array
     kind: str = "fitc"
 
     def log_integrand(self, x: Array, w: Array, aux) -> Array:
         V, d = low_rank_prior_at(x, self.X, self.Z, self.template, self.kind)
-        return low_rank_log_likelihood(w, V, d, penalty_at(x))
+        return low_rank_log_likelihood(w, V, d, penalty_at(x), self.weights)
 
     def anneal(self, x: np.ndarray, key, budget: EvidenceBudget, role: str) -> Annealed | None:
         prior, jitter = _prior_at(as_float64(x), self.X, self.Z, self.template, self.kind)
@@ -185,7 +193,7 @@ class LowRankPathPrior:
         if not (finite and float(jitter) <= MARGIN_RESOLUTION):
             return None
         result, reference = annealed_log_normalization_low_rank(
-            prior, float(np.exp(x[0])), key=key, keep_particles=True, budget=budget, role=role
+            prior, float(np.exp(x[0])), key=key, keep_particles=True, budget=budget, role=role, weights=self.weights
         )
         z = np.asarray(result.particles).reshape(-1, prior.V.shape[1])  # host-side: no programs of their own
         return Annealed(result, np.asarray(reference.mean) + z @ np.asarray(reference.scale).T, None)
@@ -196,12 +204,14 @@ class LowRankNormalizationPath(ReweightedPath):
 
     ``X`` (n, d) the training inputs, ``Z`` (m, d) the inducing inputs,
     ``template`` the kernel family, ``kind`` "fitc" or "dtc" (:mod:`bayesvm.low_rank`),
-    ``budget`` the fit's :class:`~bayesvm.normalization.budget.EvidenceBudget`. Same interface and
-    re-anchoring rules as :class:`bayesvm.normalization.path.NormalizationPath`.
+    ``budget`` the fit's :class:`~bayesvm.normalization.budget.EvidenceBudget`, ``weights`` (n,) the rows' weights
+    (None: 1 each). Same interface and re-anchoring rules as :class:`bayesvm.normalization.path.NormalizationPath`.
     """
 
     def __init__(self, X: Array, Z: Array, template: Kernel, kind: str = "fitc", key: int = 0,
-                 budget: EvidenceBudget = EvidenceBudget(), min_ess_fraction: float = MIN_ESS_FRACTION):
+                 budget: EvidenceBudget = EvidenceBudget(), min_ess_fraction: float = MIN_ESS_FRACTION,
+                 weights=None):
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}; got {kind!r}")
-        super().__init__(LowRankPathPrior(X, Z, template, kind), key, budget, min_ess_fraction)
+        weights = np.ones(np.shape(X)[0]) if weights is None else np.asarray(weights, dtype=np.float64)
+        super().__init__(LowRankPathPrior(X, Z, template, as_float64(weights), kind), key, budget, min_ess_fraction)

@@ -170,7 +170,8 @@ class FullPathPrior:
     :func:`bayesvm._linalg.problem_size` rows and ``mask`` their multiplicities, 0 at the padding (:meth:`of`):
     equal rows share one latent, so each distinct input's ln nu counts as many times as it occurs (exact); the
     padding entries are independent N(0, 1) latents outside the sum, which changes no value, and nearby
-    sizes share one compiled program.
+    sizes share one compiled program. With row weights the multiplicities are the summed weights (theory: "Weights
+    and repeated rows").
     """
 
     X: Array
@@ -178,10 +179,10 @@ class FullPathPrior:
     template: Kernel
 
     @classmethod
-    def of(cls, X, template: Kernel) -> "FullPathPrior":
+    def of(cls, X, template: Kernel, weights=None) -> "FullPathPrior":
         """The prior over the distinct rows of the training inputs X (n, d) (:func:`bayesvm._linalg.distinct_rows`),
-        padded."""
-        index, counts = _linalg.distinct_rows(np.asarray(X))
+        padded; each distinct input's exponent is its rows' summed ``weights`` (None: 1 each, so its count)."""
+        index, counts = _linalg.distinct_rows(np.asarray(X), weights)
         size = _linalg.problem_size(index.size)
         return cls(_linalg.pad_rows(np.asarray(X)[index], size), _linalg.pad_rows(counts, size), template)
 
@@ -440,12 +441,13 @@ class NormalizationPath(ReweightedPath):
     """ln N(D) along a search path under the exact prior (:class:`FullPathPrior`).
 
     ``X`` (n, d) are the training inputs, ``template`` the kernel family,
-    ``budget`` the fit's :class:`~bayesvm.normalization.budget.EvidenceBudget`.
+    ``budget`` the fit's :class:`~bayesvm.normalization.budget.EvidenceBudget`, ``weights`` (n,) the rows'
+    weights (None: 1 each).
     """
 
     def __init__(self, X: Array, template: Kernel, key: int = 0, budget: EvidenceBudget = EvidenceBudget(),
-                 min_ess_fraction: float = MIN_ESS_FRACTION):
-        super().__init__(FullPathPrior.of(X, template), key, budget, min_ess_fraction)
+                 min_ess_fraction: float = MIN_ESS_FRACTION, weights=None):
+        super().__init__(FullPathPrior.of(X, template, weights), key, budget, min_ess_fraction)
 
 
 def _unresolved(x: np.ndarray) -> PathEstimate:

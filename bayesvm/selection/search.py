@@ -172,8 +172,9 @@ class _Objective:
     """
 
     def __init__(self, X, Y, space: SearchSpace, options: SearchOptions, naive, path: ReweightedPath,
-                 progress=None, n_starts: int = 1):
+                 progress=None, n_starts: int = 1, n_rows: float | None = None):
         self.X, self.Y, self.space, self.options = X, Y, space, options
+        self.n_rows = X.shape[0] if n_rows is None else n_rows  # the rows the data stand for: their summed weight
         self.naive_gradient, self.path = naive, path
         self.sites: EPSites = self.cold_sites()
         self.steps: list[SearchStep] = []
@@ -246,7 +247,7 @@ class _Objective:
         self.sites = naive.sites
         gradient = np.asarray(naive.gradient) - k * norm.gradient
         # per training point: gradients of order one, so L-BFGS-B's first (identity-Hessian) step stays local
-        n = self.X.shape[0]
+        n = self.n_rows
         return -self.steps[-1].log_evidence / n, -gradient[self.space.free] / n
 
 
@@ -308,6 +309,7 @@ def maximize_evidence(
     prior: FullPrior | InducingPrior = FullPrior(),
     random_state: int = 0,
     progress=None,
+    weights=None,
 ) -> SearchResult:
     """Climb ln P(D) from each start with L-BFGS-B; return the best end point (module docstring).
 
@@ -317,9 +319,11 @@ def maximize_evidence(
     space: the bounds (fixed coordinates have equal bounds); starts: (k, 4)
     (or (k, 3 + d) with per-feature length scales) starting coordinates; prior: the full prior or a low-rank one
     (:mod:`bayesvm.selection.search_priors`); progress: called as ``progress(done, total)``
-    after each evaluation, on a scale of ``options.max_iter`` evaluations per start.
+    after each evaluation, on a scale of ``options.max_iter`` evaluations per start; weights: (n,) the rows'
+    weights (None: 1 each; theory: "Weights and repeated rows").
     """
     return EvidenceAscent.from_starts(X, y, template, space=space, starts=starts, options=options, prior=prior,
+                                      weights=weights,
                                       random_state=random_state, progress=progress).result()
 
 
@@ -334,29 +338,30 @@ class EvidenceAscent:
     @float64
     def __init__(self, X, y, template: Kernel, *, space: SearchSpace, options: SearchOptions = SearchOptions(),
                  prior: FullPrior | InducingPrior = FullPrior(), random_state: int = 0, progress=None,
-                 n_starts: int = 1):
+                 n_starts: int = 1, weights=None):
         started = time.perf_counter()
         self.space, self.options, self.template = space, options, template
         X = jnp.asarray(X, dtype=jnp.float64)
         Y = np.atleast_2d(np.asarray(y, dtype=np.float64))
         naive, normalization = path_estimators("ep", "annealed", tol=options.ep_tol, log_z_tol=options.ep_log_z_tol,
                                                key=random_state, budget=options.budget)
-        self.path = normalization.along_path(X, template, prior.inducing)
-        self.objective = _Objective(X, Y, space, options, naive.along_path(X, template, prior.inducing), self.path,
-                                    progress, n_starts)
+        self.path = normalization.along_path(X, template, prior.inducing, weights)
+        n_rows = X.shape[0] if weights is None else float(np.sum(weights))
+        self.objective = _Objective(X, Y, space, options, naive.along_path(X, template, prior.inducing, weights),
+                                    self.path, progress, n_starts, n_rows)
         # k problems sum k evidences, each resolved to about the target standard error
-        self.resolution = Y.shape[0] * resolution(X.shape[0])
+        self.resolution = Y.shape[0] * resolution(n_rows)
         self.messages: list[str] = []
         self.seconds = time.perf_counter() - started  # wall time of the ascent's own work
 
     @classmethod
     def from_starts(cls, X, y, template: Kernel, *, space: SearchSpace, starts: np.ndarray,
                     options: SearchOptions = SearchOptions(), prior: FullPrior | InducingPrior = FullPrior(),
-                    random_state: int = 0, progress=None) -> "EvidenceAscent":
+                    random_state: int = 0, progress=None, weights=None) -> "EvidenceAscent":
         """An ascent that has climbed from each of ``starts`` (:func:`maximize_evidence`'s arguments)."""
         starts = np.atleast_2d(starts)
         ascent = cls(X, y, template, space=space, options=options, prior=prior, random_state=random_state,
-                     progress=progress, n_starts=len(starts))
+                     progress=progress, n_starts=len(starts), weights=weights)
         for start in starts:
             ascent.climb(start)
         return ascent
@@ -379,7 +384,7 @@ class EvidenceAscent:
             elif not np.any(free):
                 message = "all coordinates fixed"
             else:
-                stall = _Stall(int(objective.X.shape[0]), self.resolution, options.stall)
+                stall = _Stall(objective.n_rows, self.resolution, options.stall)
                 result = minimize(
                     objective, x0[free], jac=True, method="L-BFGS-B", callback=stall,
                     bounds=list(zip(space.lower[free], space.upper[free])),

@@ -70,13 +70,13 @@ class InducingPrior:
         return int(self.inducing.shape[0])
 
 
-def prior_for(X: np.ndarray, inducing="auto", *, random_state=0) -> FullPrior | InducingPrior:
-    """The prior the search should use for the training inputs X.
+def prior_for(X: np.ndarray, inducing="auto", *, random_state=0, weights=None) -> FullPrior | InducingPrior:
+    """The prior the search should use for the training inputs X (n, d), rows of ``weights`` (n,) (None: 1 each).
 
     ``inducing``: None (the full prior), ``"auto"`` (the full prior up to
     :data:`AUTO_INDUCING_ABOVE` points, above that :data:`DEFAULT_INDUCING`
     k-means inducing inputs, with a :class:`~bayesvm.LowRankWarning`), a number m of
-    inducing inputs (k-means centres, :func:`bayesvm.low_rank.inducing_inputs`)
+    inducing inputs (k-means centres of the weighted rows, :func:`bayesvm.low_rank.inducing_inputs`)
     or an (m, d) array of them.
     """
     n = X.shape[0]
@@ -87,16 +87,18 @@ def prior_for(X: np.ndarray, inducing="auto", *, random_state=0) -> FullPrior | 
             raise ValueError(f"inducing must be None, 'auto', a positive integer or an (m, d) array; got {inducing!r}")
         if n <= AUTO_INDUCING_ABOVE:
             return FullPrior()
-        m = min(DEFAULT_INDUCING, n)
+        m = DEFAULT_INDUCING
         warnings.warn(
             f"{n} training points: the evidence and the posterior use a low-rank prior through {m} k-means inducing "
             f"inputs (automatic above {AUTO_INDUCING_ABOVE} points); pass inducing=None (BayesianSVC: n_inducing=None) "
             "for the full prior, or a number of inducing inputs",
             LowRankWarning, stacklevel=5,  # prior_for, BayesianSVC.fit or select_for, two decorators, the caller
         )
-        return InducingPrior(inducing_inputs(X, m, random_state=random_state))
+        return InducingPrior(inducing_inputs(X, m, random_state=random_state, sample_weight=weights))
     if isinstance(inducing, (int, np.integer)) and not isinstance(inducing, bool):
-        return InducingPrior(inducing_inputs(X, int(inducing), random_state=random_state))
+        return InducingPrior(inducing_inputs(X, int(inducing), random_state=random_state,
+                                             sample_weight=weights))
     if isinstance(inducing, (np.ndarray, jax.Array, list, tuple)):
         return InducingPrior(check_inputs(inducing, name="inducing", n_features=X.shape[1]))
     raise ValueError(f"inducing must be None, 'auto', a positive integer or an (m, d) array; got {inducing!r}")
+

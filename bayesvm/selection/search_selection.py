@@ -143,7 +143,8 @@ def select_by_search(data: TrainingData, template: Kernel, *, space: SearchSpace
     test failed.
     """
     ascent = EvidenceAscent.from_starts(data.X, data.Y, template, space=space, starts=starts, options=options,
-                                        prior=prior, random_state=random_state, progress=progress)
+                                        prior=prior, random_state=random_state, progress=progress,
+                                        weights=data.weights)
     for i, message in enumerate(ascent.messages):
         if message.startswith("skipped"):
             warnings.warn(f"start {i} of the search was {message}; the answer comes from the other starts",

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._precision import float64
-from .._validation import TrainingData, training_data
+from .._validation import TrainingData, collapsed_training_data
 from ..evidence.approximations import NAIVE_ESTIMATORS
 from .cross_validation import select_by_cv
 from .grid import kernel_template, resolve_grid
@@ -88,6 +88,7 @@ def select_hyperparameters(
     random_state: int = 0,
     progress: Callable[[int, int], None] | None = None,
     evidence_budget: float = 1.0,
+    sample_weight=None,
 ) -> SearchSelection | EvidenceSurface:
     """Choose C, the amplitude k0, the kernel's shape and the offset k_b.
 
@@ -95,7 +96,8 @@ def select_hyperparameters(
     ----------
     X, y : training inputs and labels: two classes, or with ``method="search"`` k >= 3 classes, read as k
         one-vs-rest problems whose shared hyperparameters maximise the summed evidence (theory: "More than
-        two classes").
+        two classes"). Rows with equal input and label are one row of their summed weight (exact: theory,
+        "Weights and repeated rows"), so the work grows with the distinct rows.
     kernel : family name (``"rbf"``, ``"exponential"``, ``"polynomial"``,
         ``"linear"``) or a kernel whose static settings (e.g. polynomial
         degree) are kept; its continuous hyperparameters are selected. An
@@ -125,8 +127,11 @@ def select_hyperparameters(
     progress : called as ``progress(done, total)`` as the work proceeds.
     evidence_budget : ``method="search"``: a positive number scaling ln N(D)'s fixed work in the search and the
         check at the answer (:class:`bayesvm.normalization.budget.EvidenceBudget`; 1 is the default).
+    sample_weight : (n_samples,) non-negative weights, each row's likelihood term to that power (a row of weight 2
+        is the row twice; 0: left out). ``method="grid"`` and ``"cv"`` take whole-number weights (they repeat rows).
     """
-    return select_for(training_data(X, y), kernel_template(kernel), method=method, grid=grid, estimators=estimators,
+    data, _ = collapsed_training_data(X, y, sample_weight)
+    return select_for(data, kernel_template(kernel), method=method, grid=grid, estimators=estimators,
                       options=options, cv=cv, inducing=inducing, random_state=random_state, progress=progress,
                       budget=EvidenceBudget(evidence_budget))
 
@@ -136,9 +141,9 @@ def select_for(data: TrainingData, template: Kernel, *, method: str = "search", 
                inducing="auto", random_state: int = 0,
                progress: Callable[[int, int], None] | None = None,
                budget: EvidenceBudget = EvidenceBudget()) -> SearchSelection | EvidenceSurface:
-    """:func:`select_hyperparameters` on validated training data (:func:`bayesvm._validation.training_data`) within
-    the kernel family ``template``: what the estimator calls, so that its inputs are validated once, by it."""
-    X, Y, classes = data
+    """:func:`select_hyperparameters` on validated, collapsed training data
+    (:func:`bayesvm._validation.collapsed_training_data`) within the kernel family ``template``: what the estimator calls, so that its inputs are validated once, by it."""
+    X, Y, classes = data.X, data.Y, data.classes
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
     if is_ard(template) and method != "search":
@@ -150,7 +155,7 @@ def select_for(data: TrainingData, template: Kernel, *, method: str = "search", 
         raise ValueError(f"options must be a GridOptions; got {type(options).__name__}")
     if method == "search":
         space = _search_space(X, template, grid)
-        prior = prior_for(X, inducing, random_state=random_state)
+        prior = prior_for(X, inducing, random_state=random_state, weights=data.weights)
         return select_by_search(data, template, space=space, starts=default_starts(space, X, template), prior=prior,
                                 options=SearchOptions(budget=budget), random_state=random_state, progress=progress)
     if inducing not in (None, "auto"):
@@ -158,7 +163,7 @@ def select_for(data: TrainingData, template: Kernel, *, method: str = "search", 
     if classes.size > 2:
         raise ValueError(f"method={method!r} takes two classes; y has {classes.size}. method='search' takes k "
                          "classes (one-vs-rest problems with shared hyperparameters)")
-    y_pm = Y[0]
+    X, y_pm = _repeated_rows(data)
     grid = resolve_grid(grid, X, template)
     problem = GridProblem(
         X=X, y=jnp.asarray(y_pm), template=template, approximation=estimators.approximation,
@@ -171,6 +176,19 @@ def select_for(data: TrainingData, template: Kernel, *, method: str = "search", 
     if method == "cv":
         return select_by_cv(problem, grid, classes, cv, random_state, progress)
     return select_on_grid(problem, grid, classes, options, progress)
+
+
+def _repeated_rows(data: TrainingData) -> tuple[np.ndarray, np.ndarray]:
+    """The grid's and CV's inputs and -1/+1 labels: each row repeated as many times as its weight says (their
+    estimators and folds take rows, not weights); a weight that is not a whole number is an error."""
+    if data.weights is None:
+        return data.X, data.Y[0]
+    counts = np.rint(data.weights)
+    if not np.allclose(data.weights, counts, rtol=0.0, atol=1e-9):
+        raise ValueError("method='grid' and method='cv' take whole-number sample weights (a weight of k is the row "
+                         "k times); use method='search' for other weights")
+    counts = counts.astype(np.int64)
+    return np.repeat(data.X, counts, axis=0), np.repeat(data.Y[0], counts)
 
 
 def _search_space(X, template: Kernel, grid) -> SearchSpace:

@@ -71,7 +71,7 @@ def selection_subset(data: TrainingData, selection_size="auto", *, random_state=
         raise ValueError(f"a stratified subsample of {size} of the {n} training rows is not possible ({error}); pass "
                          "selection_size=None to select on every row, or a larger number of rows") from None
     rows = np.sort(np.concatenate([rows, _rare_class_rows(labels, rows, random_state)]))
-    return TrainingData(data.X[rows], data.Y[:, rows], data.classes), rows
+    return data.rows(rows), rows
 
 
 def _rare_class_rows(labels: np.ndarray, rows: np.ndarray, random_state) -> np.ndarray:

@@ -80,7 +80,7 @@ def check_point(data: TrainingData, C: float, kernel: Kernel, search_log_normali
     """
     with warnings.catch_warnings():  # failures are reported by the report, once
         warnings.simplefilter("ignore", BayesvmWarning)
-        cells = None if inducing is not None else point_cells(data.X, kernel, C)  # one Gram matrix for both
+        cells = None if inducing is not None else point_cells(data.X, kernel, C, weights=data.weights)  # one Gram matrix
         norm = None if cells is None else training_normalization(data, C, kernel, random_state=random_state,
                                                                  keep_particles=True, budget=budget, cells=cells)
         evidence = one_vs_rest_evidence(data, C, kernel, random_state=random_state, inducing=inducing,

@@ -153,6 +153,7 @@ def monotone_polish(K, y, C, alpha, theta, max_free, tol):
     """
 
     diag = jnp.maximum(jnp.diagonal(K), jnp.finfo(K.dtype).tiny)
+    C = jnp.broadcast_to(C, alpha.shape)  # one box per point, gathered with the free set
 
     def violation(alpha, theta):
         return projected_gradient_abs(alpha, 1.0 - y * theta, C)
@@ -167,7 +168,7 @@ def monotone_polish(K, y, C, alpha, theta, max_free, tol):
         free = _free_with_worst_violators(alpha, violation(alpha, theta), C, max_free)
         index, valid = _linalg.subset_indices(free, max_free)
         K_ff = _linalg.padded_submatrix(K, index, valid)
-        y_f, g_f, a_f = (_linalg.padded_vector(v, index, valid) for v in (y, g, alpha))
+        y_f, g_f, a_f, C_f = (_linalg.padded_vector(v, index, valid) for v in (y, g, alpha, C))
         # Newton direction d = Q_FF^-1 g_F, Q = diag(y) K diag(y): an ascent direction even for
         # singular K_FF (the refined solve is positive definite); near-null components are long
         # steps that the line search and the bounds cut back
@@ -179,9 +180,9 @@ def monotone_polish(K, y, C, alpha, theta, max_free, tol):
 
         # candidate 1: the Newton point on the free set projected onto the box (a primal-dual
         # active-set step: many points reach their bounds at once)
-        projected = jnp.where(valid, jnp.clip(newton_point, 0.0, C) - a_f, 0.0)
+        projected = jnp.where(valid, jnp.clip(newton_point, 0.0, C_f) - a_f, 0.0)
         # candidate 2: along the Newton direction, cut at the first bound
-        ratio = _ratio_test_step(K_ff, y_f, g_f, a_f, newton_point - a_f, valid, C)
+        ratio = _ratio_test_step(K_ff, y_f, g_f, a_f, newton_point - a_f, valid, C_f)
         newton = jnp.where(gain(projected) > gain(ratio), projected, ratio)
         # candidate 3: the best single coordinate step (positive gain while any KKT condition is violated)
         coordinate_steps = jnp.clip(alpha + g / diag, 0.0, C) - alpha

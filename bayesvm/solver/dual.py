@@ -53,7 +53,7 @@ import numpy as np
 from .. import _linalg
 from ._dual_ascent import active_set_polish, coordinate_ascent, monotone_polish, projected_gradient_abs
 from .._precision import float64, numpy_leaves
-from .._validation import check_inputs, check_kernel, check_labels, check_positive
+from .._validation import check_inputs, check_kernel, check_labels, check_positive, training_data
 from ..compilation import jit
 from ..exceptions import ConvergenceWarning
 from ..kernels import RBF, Kernel, gram_matrix
@@ -222,8 +222,12 @@ def _finish_batch(K, y, C, alpha, theta, n_iter, tol, max_iter, max_free, strate
     return _over_batch(finish_one, strategy, K, C, alpha, theta, n_iter)
 
 
-def _solve_adaptive(ascend, finish, K, y, C, tol, max_iter):
+def _solve_adaptive(ascend, finish, K, y, C, tol, max_iter, weights=None):
     """Both phases on the padded problem, with a free-set buffer sized from the first phase's free count.
+
+    Point i's box is C w_i (``weights`` (n,), None: every w_i = 1): a row of weight w is w copies of it, whose dual
+    coefficients add up to one in [0, w C] (theory: "Weights and repeated rows"). C is a scalar, or (B,) for a
+    batch of Gram matrices.
 
     K (n, n) or (B, n, n) is padded to blockdiag(K, I) of size
     :func:`bayesvm._linalg.problem_size` (n), so that nearby n share one
@@ -237,10 +241,12 @@ def _solve_adaptive(ascend, finish, K, y, C, tol, max_iter):
     size = _linalg.problem_size(n)
     K = _linalg.pad_gram(K, size)
     y = _linalg.pad_labels(y, size)
+    row_weights = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
+    C = np.expand_dims(np.asarray(C, dtype=np.float64), -1) * _linalg.pad_vector(row_weights, size, fill=1.0)
     max_iter = _default_max_iter(size) if max_iter is None else max_iter
     alpha, theta, n_iter = ascend(K, y, C, tol, max_iter=max_iter)
     alpha_host = np.asarray(alpha)
-    n_free = int(np.max(np.sum((alpha_host > 0) & (alpha_host < np.expand_dims(np.asarray(C), -1)), axis=-1)))
+    n_free = int(np.max(np.sum((alpha_host > 0) & (alpha_host < C), axis=-1)))
     # the free-set buffer is at least the smallest padded size: a smaller one would be one more compiled program
     # (per problem size) for a polish whose cost at that size is next to nothing
     max_free = _linalg.buffer_size(n_free, size, smallest=_linalg.SMALLEST_PROBLEM_SIZE)
@@ -251,9 +257,11 @@ def _solve_adaptive(ascend, finish, K, y, C, tol, max_iter):
 
 @float64
 def solve_dual_batch(
-    K: Array, y: Array, C: Array, *, tol: float = 1e-8, max_iter: int | None = None, strategy: str = "auto"
+    K: Array, y: Array, C: Array, *, weights=None, tol: float = 1e-8, max_iter: int | None = None,
+    strategy: str = "auto"
 ) -> DualSolution:
-    """:func:`solve_dual` over a batch: ``K`` of shape (B, n, n), ``C`` of shape (B,).
+    """:func:`solve_dual` over a batch: ``K`` of shape (B, n, n), ``C`` of shape (B,), point i's box C w_i
+    (``weights`` (n,); None: every w_i = 1).
 
     Sizes the shared free-set buffer from the largest free count in the batch.
     ``strategy``: ``"vmap"`` (vectorised: best on a GPU), ``"map"`` (one after
@@ -267,11 +275,12 @@ def solve_dual_batch(
     C = jnp.broadcast_to(jnp.asarray(C, dtype=K.dtype), K.shape[:1])
     ascend = partial(_ascend_batch, strategy=strategy)
     finish = partial(_finish_batch, strategy=strategy)
-    return _solve_adaptive(ascend, finish, K, jnp.asarray(y, dtype=K.dtype), C, tol, max_iter)
+    return _solve_adaptive(ascend, finish, K, jnp.asarray(y, dtype=K.dtype), C, tol, max_iter, weights)
 
 
 def solve_dual_boxes(K: Array, y: Array, boxes: Array, **options) -> DualSolution:
-    """:func:`solve_dual_batch` on one (n, n) Gram matrix ``K`` for each box in ``boxes`` (shape (B,)).
+    """:func:`solve_dual_batch` on one (n, n) Gram matrix ``K`` for each box in ``boxes`` (shape (B,)), point i's
+    box ``boxes`` times its weight (``options["weights"]``).
 
     With K = k0 K_1 the MAP solution depends on (C, k0) only through the box
     P = C k0: the dual on K_1 with box P gives b, and alpha = b / k0 (theory:
@@ -296,6 +305,7 @@ class MapSVM:
     kernel: Kernel
     C: float
     solution: DualSolution
+    weights: np.ndarray | None = None
 
     def __getstate__(self):
         # JAX arrays would unpickle in the precision of the moment (float32 with the flag off): store NumPy
@@ -312,6 +322,11 @@ class MapSVM:
     @property
     def marginal(self) -> np.ndarray:
         return np.asarray(self.solution.marginal)
+
+    @property
+    def boxes(self) -> np.ndarray:
+        """Each point's upper bound C w_i on alpha_i."""
+        return self.C * (np.ones(self.X.shape[0]) if self.weights is None else np.asarray(self.weights))
 
     @property
     def support(self) -> np.ndarray:
@@ -346,7 +361,8 @@ class MapSVM:
 
 
 @float64
-def fit_map(X, y, *, C: float = 1.0, kernel: Kernel | None = None, tol: float = 1e-8, max_iter: int | None = None) -> MapSVM:
+def fit_map(X, y, *, C: float = 1.0, kernel: Kernel | None = None, sample_weight=None, tol: float = 1e-8,
+            max_iter: int | None = None) -> MapSVM:
     """Fit the MAP SVM (the standard SVM with the bias folded into the kernel).
 
     Parameters
@@ -356,24 +372,29 @@ def fit_map(X, y, *, C: float = 1.0, kernel: Kernel | None = None, tol: float = 
         larger one in sorted order becomes +1).
     C : positive penalty (the likelihood's inverse temperature).
     kernel : a :mod:`bayesvm.kernels` kernel (default ``RBF()``).
+    sample_weight : (n_samples,) non-negative weights: point i's box is C w_i, as in scikit-learn's SVC (theory:
+        "Weights and repeated rows").
     tol : KKT tolerance in margin units.
     max_iter : coordinate-ascent step budget.
     """
-    X = check_inputs(X)
-    y_pm, classes = check_labels(y, X.shape[0])
+    data = training_data(X, y, sample_weight)
+    if data.classes.size > 2:
+        check_labels(y, np.shape(X)[0])  # raises: exactly two classes
     C = check_positive(C, "C")
-    kernel = check_kernel(RBF() if kernel is None else kernel, X.shape[1])
+    kernel = check_kernel(RBF() if kernel is None else kernel, data.X.shape[1])
     tol = check_positive(tol, "tol")
-    return fit_map_on_gram(gram_matrix(kernel, X), X, y_pm, classes, C, kernel, tol=tol,
-                           max_iter=max_iter, stacklevel=4)
+    return fit_map_on_gram(gram_matrix(kernel, data.X), data.X, data.Y[0], data.classes, C, kernel,
+                           weights=data.weights, tol=tol, max_iter=max_iter, stacklevel=4)
 
 
 def fit_map_on_gram(K, X: np.ndarray, y_pm: np.ndarray, classes: np.ndarray, C: float, kernel: Kernel, *,
-                    tol: float = 1e-8, max_iter: int | None = None, stacklevel: int = 2) -> MapSVM:
+                    weights: np.ndarray | None = None, tol: float = 1e-8, max_iter: int | None = None,
+                    stacklevel: int = 2) -> MapSVM:
     """:func:`fit_map` on validated data whose prior covariance K = kernel(X, X) is already built (the layers
-    below a public entry point, which share one Gram matrix between several fits and estimates)."""
+    below a public entry point, which share one Gram matrix between several fits and estimates); ``weights``: the
+    rows' weights (None: 1 each)."""
     solution = _solve_adaptive(_ascend_jit, _finish_jit, K, np.asarray(y_pm, dtype=np.float64),
-                               np.asarray(C, dtype=np.float64), tol, max_iter)
+                               np.asarray(C, dtype=np.float64), tol, max_iter, weights)
     if not bool(solution.converged):
         warnings.warn(
             f"the SVM dual solver stopped at KKT violation {float(solution.kkt_violation):.2e} > tol={tol:g}, so "
@@ -381,4 +402,4 @@ def fit_map_on_gram(K, X: np.ndarray, y_pm: np.ndarray, classes: np.ndarray, C: 
             ConvergenceWarning,
             stacklevel=stacklevel,
         )
-    return MapSVM(X=X, y=y_pm, classes=classes, kernel=kernel, C=C, solution=solution)
+    return MapSVM(X=X, y=y_pm, classes=classes, kernel=kernel, C=C, solution=solution, weights=weights)
