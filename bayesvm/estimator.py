@@ -45,7 +45,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._precision import float64
-from ._validation import TrainingData, check_kernel, check_positive, one_vs_rest_labels
+from ._validation import TrainingData, check_kernel, check_positive, collapse_rows
 from .coupling import COUPLINGS, couple_one_vs_rest
 from .evidence.log_evidence import OneVsRestEvidence, one_vs_rest_evidence
 from .inference.ep import FULL_TOLERANCE
@@ -116,6 +116,10 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         starts. Where the budget runs out before ln N(D)'s runs agree, the fit still returns its answer, with a
         wider error on ln P(D) and a :class:`bayesvm.EvidenceBudgetWarning`; :meth:`certify_evidence` then
         re-estimates ln P(D) at the chosen hyperparameters with more work.
+    class_weight : None (default), ``"balanced"`` (class c's rows weigh n / (k n_c)) or a dict class -> weight, as
+        in scikit-learn: each row's weight is its class's times its ``sample_weight``. A weight raises the row's
+        likelihood term to that power (a weight of 2 is the row twice), so "balanced" fits a model of balanced
+        classes: its probabilities move away from the training data's class frequencies, towards equal classes.
 
     Attributes
     ----------
@@ -133,11 +137,13 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         ``multiclass="per_class"``), or None when nothing was selected.
     posterior_ : the posterior used for predictions (k >= 3 classes: a tuple, one per problem).
     inducing_ : the (m, d) inducing inputs of the posterior's low-rank prior, or None (the full prior).
-    selection_rows_ : indices of the training rows the selection used (a subsample), or None (every row).
+    selection_rows_ : indices of the training rows the selection used (a subsample of the distinct rows, with
+        every copy of each), or None (every row).
     fit_ : the MAP SVM at the chosen hyperparameters (None on the low-rank path; k >= 3 classes: a tuple).
-    support_ : indices of the MAP SVM's support vectors (alpha > 0); ``support_vectors_`` their inputs;
+    support_ : indices of the MAP SVM's support vectors (alpha > 0; rows with equal input and label are one,
+        indexed by its first row); ``support_vectors_`` their inputs;
     dual_coef_ : (1, n_SV) alpha_i y_i of the support vectors (y = +1 for ``classes_[1]``);
-    marginal_ : indices of the marginal points (0 < alpha < C). All four None on the low-rank path and for
+    marginal_ : indices of the marginal points (0 < alpha < C w_i). All four None on the low-rank path and for
         k >= 3 classes (each problem's are in ``fit_``).
     """
 
@@ -156,11 +162,12 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         "ard": ["boolean"],
         "selection_size": [StrOptions({"auto"}), Interval(Integral, 2, None, closed="left"), None],
         "evidence_budget": [Interval(Real, 0, None, closed="neither")],
+        "class_weight": [StrOptions({"balanced"}), dict, None],
     }
 
     def __init__(self, kernel="rbf", C=None, amplitude=None, length_scale=None, offset=None, posterior="ep",
                  probability="averaged", n_inducing="auto", random_state=0, multiclass="shared", coupling="odds",
-                 ard=False, selection_size="auto", evidence_budget=1.0):
+                 ard=False, selection_size="auto", evidence_budget=1.0, class_weight=None):
         self.kernel = kernel
         self.C = C
         self.amplitude = amplitude
@@ -175,27 +182,38 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self.ard = ard
         self.selection_size = selection_size
         self.evidence_budget = evidence_budget
+        self.class_weight = class_weight
 
     @float64
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
-        """Select the free hyperparameters by evidence (or use the fixed ones) and fit the MAP SVM(s)."""
+    def fit(self, X, y, sample_weight=None):
+        """Select the free hyperparameters by evidence (or use the fixed ones) and fit the MAP SVM(s).
+
+        ``sample_weight`` (n_samples,): non-negative row weights, each row's likelihood term to that power (a row of
+        weight 2 is the row twice, weight 0 a row that is not there), times ``class_weight``'s. Rows with equal
+        input and label are one row of their summed weight, so the cost grows with the distinct rows (theory:
+        "Weights and repeated rows").
+        """
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         # the one validation of the data: every layer below takes it as validated
-        data = TrainingData(X, *one_vs_rest_labels(y, X.shape[0]))
+        data, row = collapse_rows(X, y, sample_weight, self.class_weight)
         self.classes_ = data.classes
+        first_row = _first_rows(row)
         template = self._template(X.shape[1])
         shape_name = template.shape_parameter
         fixed = self._fixed(shape_name)
         seed = self._seed()
         # the warning points at the caller's line, past fit's two decorators
         all_fixed = len(fixed) == 3 + (shape_name is not None)
-        selected_on, self.selection_rows_ = selection_subset(data, self.selection_size, random_state=seed,
-                                                             stacklevel=4, selects=not all_fixed)
-        inducing = prior_for(selected_on.X, self.n_inducing, random_state=seed).evidence_options.get("inducing")
-        self.inducing_ = (inducing if self.selection_rows_ is None
-                          else prior_for(X, self.n_inducing, random_state=seed).evidence_options.get("inducing"))
+        selected_on, selected = selection_subset(data, self.selection_size, random_state=seed, stacklevel=4,
+                                                 selects=not all_fixed)
+        self.selection_rows_ = None if selected is None else np.flatnonzero(np.isin(row, selected))
+        inducing = prior_for(selected_on.X, self.n_inducing, random_state=seed,
+                             weights=selected_on.weights).evidence_options.get("inducing")
+        self.inducing_ = (inducing if selected is None
+                          else prior_for(data.X, self.n_inducing, random_state=seed,
+                                         weights=data.weights).evidence_options.get("inducing"))
         if self.inducing_ is not None and self.posterior == "laplace":
             raise ValueError("posterior='laplace' needs the MAP SVM, which the low-rank path does not fit; use "
                              "posterior='ep' or n_inducing=None")
@@ -204,14 +222,14 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             # every hyperparameter given: the posterior on every row now, the evidence when first read
             kernel = check_kernel(template.replace(amplitude=float(self.amplitude), offset=float(self.offset),
                                                    **({shape_name: float(self.length_scale)} if shape_name else {})),
-                                  X.shape[1])
+                                  data.X.shape[1])
             C = check_positive(self.C, "C")
             self._evidence, self.selection_ = None, None
             # on every row, EP to full tolerance as the evidence's own run (the prediction tolerance after a subsample)
-            tol = FULL_TOLERANCE if self.selection_rows_ is None else PREDICTION_TOLERANCE
+            tol = FULL_TOLERANCE if selected is None else PREDICTION_TOLERANCE
             posteriors = list(posteriors_at(data, C, kernel, inducing=self.inducing_, approximation=self.posterior,
                                             tol=tol))
-            self._set_fitted(shape_name, posteriors, [kernel] * len(posteriors), [C] * len(posteriors))
+            self._set_fitted(shape_name, posteriors, [kernel] * len(posteriors), [C] * len(posteriors), first_row)
             return self
         # one selection over every class (two classes; k classes with shared hyperparameters), or one per class
         per_class = self.classes_.size > 2 and self.multiclass == "per_class"
@@ -228,12 +246,12 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         kernels = [_with_float_hyperparameters(evidence.posterior.predictor.kernel) if evidence.fit is None
                    else evidence.fit.kernel for evidence in problems]
         penalties = [float(evidence.posterior.C if evidence.fit is None else evidence.fit.C) for evidence in problems]
-        if self.selection_rows_ is not None:  # selected on a subsample: the posterior of every row
+        if selected is not None:  # selected on a subsample: the posterior of every row
             posteriors = self._posteriors_on(data, penalties, kernels)
         else:
             posteriors = [evidence.posterior if evidence.fit is None or self.posterior == "laplace"
                           else Posterior.from_fit(evidence.fit, "ep", ep=evidence.ep) for evidence in problems]
-        self._set_fitted(shape_name, posteriors, kernels, penalties)
+        self._set_fitted(shape_name, posteriors, kernels, penalties, first_row)
         return self
 
     @property
@@ -360,8 +378,10 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         return one_vs_rest_evidence(data, float(np.exp(theta[0])), kernel, random_state=seed,
                                     inducing=inducing, budget=EvidenceBudget(float(self.evidence_budget))).total
 
-    def _set_fitted(self, shape_name, posteriors: list, kernels: list, penalties: list) -> None:
-        """The fitted attributes from each problem's posterior on every row and its hyperparameters."""
+    def _set_fitted(self, shape_name, posteriors: list, kernels: list, penalties: list,
+                    first_row: np.ndarray) -> None:
+        """The fitted attributes from each problem's posterior on every row and its hyperparameters; ``first_row``:
+        each collapsed row's first training row, what ``support_`` and ``marginal_`` index."""
         fits = [posterior.fit if isinstance(posterior, Posterior) else None for posterior in posteriors]
         self.fit_ = fits[0] if len(posteriors) == 1 else tuple(fits)
         self.posterior_ = posteriors[0] if len(posteriors) == 1 else tuple(posteriors)
@@ -369,10 +389,11 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         if len(posteriors) > 1 or fit is None:
             self.support_ = self.support_vectors_ = self.dual_coef_ = self.marginal_ = None
         else:
-            self.support_ = fit.support
-            self.support_vectors_ = fit.X[fit.support]
-            self.dual_coef_ = (fit.alpha[fit.support] * fit.y[fit.support])[None, :]
-            self.marginal_ = np.flatnonzero(fit.marginal)
+            support = fit.support[np.argsort(first_row[fit.support])]  # in the order of the training rows
+            self.support_ = first_row[support]
+            self.support_vectors_ = fit.X[support]
+            self.dual_coef_ = (fit.alpha[support] * fit.y[support])[None, :]
+            self.marginal_ = np.sort(first_row[np.flatnonzero(fit.marginal)])
         per_class = self.classes_.size > 2 and self.multiclass == "per_class"
         self.kernel_ = tuple(kernels) if per_class else kernels[0]
 
@@ -446,6 +467,12 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             bars = [posterior.error_bars(X) for posterior in self.posterior_]
             return ErrorBars(*(np.column_stack(column) for column in zip(*bars)))
         return self.posterior_.error_bars(X)
+
+
+def _first_rows(row: np.ndarray) -> np.ndarray:
+    """Each collapsed row's first training row, from ``row`` (training row -> collapsed row, -1 where dropped)."""
+    collapsed, first = np.unique(row, return_index=True)
+    return first[collapsed >= 0]
 
 
 def _with_float_hyperparameters(kernel):
