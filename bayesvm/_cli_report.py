@@ -94,25 +94,30 @@ def write_json(path: str, payload: dict) -> None:
     print(f"result written to {path}")
 
 
-def select_report(surface, X, y, source: str, elapsed: float) -> str:
-    """The data, the selected hyperparameters, the evidence at the optimum and a training-set summary."""
+def select_report(surface, X, y, source: str, elapsed: float, weights=None) -> str:
+    """The data, the selected hyperparameters, the evidence at the optimum and a training-set summary.
+
+    ``weights``: the rows' sample weights (None: every row 1); the class totals and the accuracy are then weighted,
+    as on the data with every row repeated as many times as its weight."""
     best, ev = surface.best, surface.evidence
     labels = np.asarray(y)
     classes = np.unique(labels)
     one_vs_rest = classes.size > 2
+    w = np.ones(labels.size) if weights is None else np.asarray(weights, dtype=float)
+    total = {c: float(np.sum(w[labels == c])) for c in classes}
     if one_vs_rest:
-        counts = ", ".join(f"{c} ({int(np.sum(labels == c))})" for c in classes)
-        accuracy = float(np.mean(classes[np.argmax(_coupled_probabilities(ev, X), axis=1)] == labels))
+        counts = ", ".join(f"{c} ({_count(total[c])})" for c in classes)
+        accuracy = _accuracy(classes[np.argmax(_coupled_probabilities(ev, X), axis=1)], labels, w)
         evidence_rows = [_class_evidence_table(ev)]
         fit_rows = [("support vectors", " / ".join(str(p.fit.support.size) for p in ev.problems)
-                     + f" of {X.shape[0]} (per class)") if ev.problems[0].fit is not None
+                     + f" of {_fitted_rows(ev.problems[0].fit, X)} (per class)") if ev.problems[0].fit is not None
                     else ("inducing inputs", f"{ev.problems[0].low_rank.n_inducing} (low-rank prior)")]
     else:
         counts = (", ".join(f"{c} (+1)" if i else f"{c} (-1)" for i, c in enumerate(classes))
-                  + f"; {int(np.sum(labels == classes[1]))} / {int(np.sum(labels == classes[0]))}")
-        accuracy = float(np.mean(_predicted_labels(ev, X, classes) == labels))
+                  + f"; {_count(total[classes[1]])} / {_count(total[classes[0]])}")
+        accuracy = _accuracy(_predicted_labels(ev, X, classes), labels, w)
         evidence_rows = [ev.summary()]
-        fit_rows = ([("support vectors", f"{ev.fit.support.size} of {X.shape[0]}"),
+        fit_rows = ([("support vectors", f"{ev.fit.support.size} of {_fitted_rows(ev.fit, X)}"),
                      ("marginal points", f"{ev.n_marginal}")]
                     if ev.fit is not None else [("inducing inputs", f"{ev.low_rank.n_inducing} (low-rank prior)")])
     hyper = [("C", f"{best['C']:.4g}"), ("amplitude k0", f"{best['amplitude']:.4g}"),
@@ -123,7 +128,8 @@ def select_report(surface, X, y, source: str, elapsed: float) -> str:
         hyper.insert(2, (name, ", ".join(f"{v:.4g}" for v in shape)))
     lines = [
         f"data: {source}",
-        f"  {X.shape[0]} points, {X.shape[1]} features; classes {counts}",
+        f"  {X.shape[0]} points, {X.shape[1]} features; classes {counts}"
+        + ("" if weights is None else f" (summed row weights; total {_count(float(np.sum(w)))})"),
         "",
         f"selected hyperparameters ({surface.kernel_name} kernel, by evidence: {_how_selected(surface)})",
         table(hyper),
@@ -134,13 +140,29 @@ def select_report(surface, X, y, source: str, elapsed: float) -> str:
         "",
         "training set",
         table([
-            ("accuracy", f"{accuracy:.4f}"),
+            ("accuracy" if weights is None else "accuracy (weighted)", f"{accuracy:.4f}"),
             *fit_rows,
             *(_search_rows(surface) if surface.method == "search" else _grid_rows(surface)),
             ("time", f"{elapsed:.1f} s"),
         ]),
     ]
     return "\n".join(lines)
+
+
+def _count(value: float) -> str:
+    """A number of rows or a summed weight: an integer as one, other values to four significant digits."""
+    return str(int(value)) if float(value).is_integer() else f"{value:.4g}"
+
+
+def _accuracy(predicted, labels, weights) -> float:
+    """The (weighted) share of rows predicted right; rows of weight 0 take no part."""
+    return float(np.sum(weights * (predicted == labels)) / np.sum(weights))
+
+
+def _fitted_rows(fit, X) -> str:
+    """The rows the MAP SVM was fitted on: the input rows, or the distinct rows equal rows were merged into."""
+    n = np.asarray(fit.X).shape[0]
+    return f"{n}" if n == X.shape[0] else f"{n} distinct rows"
 
 
 def _class_evidence_table(evidence) -> str:

@@ -5,14 +5,16 @@
 * ``bayesvm select DATA.csv --target COLUMN``: choose C, amplitude, kernel
   shape and offset by maximising the evidence; print the choice, the evidence
   with its standard error and a training-set summary; ``--plot``, ``--json``,
-  ``--cv``; ``bayesvm select --demo`` runs on a stratified 150-point subsample
-  of the breast cancer data and scores the other 419 points.
+  ``--cv``; ``--weight COLUMN`` reads per-row sample weights from a column;
+  ``bayesvm select --demo`` runs on a stratified 150-point subsample of the
+  breast cancer data and scores the other 419 points.
 * ``bayesvm compare DATA.csv --target COLUMN`` (or ``--demo``): the Bayesian
   SVM's probabilities against Platt scaling and the other calibrators over
   stratified splits: NLL, Brier, ECE and error, a reliability diagram.
 
 Bad input (missing file or column, non-numeric or missing feature values, a
-single class) gives one line on stderr and exit status 2.
+single class, a negative or missing weight) gives one line on stderr and exit
+status 2.
 """
 
 from __future__ import annotations
@@ -57,8 +59,10 @@ class InputError(ValueError):
 # data
 
 
-def read_csv(path: str, target: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Numeric features and the target column of a CSV file with a header row."""
+def read_csv(path: str, target: str, weight: str | None = None
+             ) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray | None]:
+    """Numeric features, the target column and the weight column (None: no weights) of a CSV file with a header
+    row: ``(X, y, feature names, weights)``. The target and weight columns are not features."""
     file = Path(path)
     if not file.is_file():
         raise InputError(f"file not found: {path}")
@@ -69,17 +73,23 @@ def read_csv(path: str, target: str) -> tuple[np.ndarray, np.ndarray, list[str]]
     header, body = [h.strip() for h in rows[0]], [r for r in rows[1:] if any(cell.strip() for cell in r)]
     if target not in header:
         raise InputError(f"column {target!r} not found in {path}; columns: {', '.join(header)}")
+    if weight is not None and weight not in header:
+        raise InputError(f"weight column {weight!r} not found in {path}; columns: {', '.join(header)}")
+    if weight is not None and weight == target:
+        raise InputError(f"--weight and --target name the same column {target!r}")
     if not body:
         raise InputError(f"{path} has a header but no data rows")
     for number, row in enumerate(body, start=2):
         if len(row) != len(header):
             raise InputError(f"{path} line {number} has {len(row)} fields; the header has {len(header)}")
     t = header.index(target)
-    features = [name for i, name in enumerate(header) if i != t]
+    excluded = {t} if weight is None else {t, header.index(weight)}
+    features = [name for i, name in enumerate(header) if i not in excluded]
     if not features:
-        raise InputError(f"{path} has no feature columns besides {target!r}")
+        besides = " and ".join(repr(header[i]) for i in sorted(excluded))
+        raise InputError(f"{path} has no feature columns besides {besides}")
     X = np.empty((len(body), len(features)))
-    for j, (i, name) in enumerate((i, name) for i, name in enumerate(header) if i != t):
+    for j, (i, name) in enumerate((i, name) for i, name in enumerate(header) if i not in excluded):
         for r, row in enumerate(body):
             cell = row[i].strip()
             try:
@@ -99,7 +109,27 @@ def read_csv(path: str, target: str) -> tuple[np.ndarray, np.ndarray, list[str]]
     classes = np.unique(y)
     if classes.size < 2:
         raise InputError(f"target column {target!r} has one class ({classes[0]}); at least two are needed")
-    return X, y, features
+    return X, y, features, None if weight is None else _weight_column(body, header.index(weight), weight)
+
+
+def _weight_column(body: list[list[str]], column: int, name: str) -> np.ndarray:
+    """The sample weights in column ``column`` of the rows ``body``: finite numbers >= 0."""
+    weights = np.empty(len(body))
+    for r, row in enumerate(body):
+        cell = row[column].strip()
+        try:
+            weights[r] = float(cell) if cell else np.nan
+        except ValueError:
+            raise InputError(f"weight column {name!r} is not numeric (value {cell!r} on line {r + 2})") from None
+    missing = int(np.sum(~np.isfinite(weights)))
+    if missing:
+        raise InputError(f"weight column {name!r} has {missing} missing, NaN or infinite value(s); every row needs "
+                         "a finite weight >= 0")
+    negative = int(np.sum(weights < 0))
+    if negative:
+        raise InputError(f"weight column {name!r} has {negative} negative value(s) (the first on line "
+                         f"{int(np.argmax(weights < 0)) + 2}); weights must be >= 0 (0 leaves the row out)")
+    return weights
 
 
 # ---------------------------------------------------------------------------
@@ -152,25 +182,33 @@ def run_demo(args) -> int:
 # select
 
 
-def _load_data(args, demo_name: str) -> tuple[np.ndarray, np.ndarray, str]:
-    """The CSV file named on the command line (standardised unless asked not to), or a built-in set."""
+def _load_data(args, demo_name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, str]:
+    """The CSV file named on the command line (standardised unless asked not to; with ``--weight`` by the weighted
+    mean and standard deviation, those of the data with every row repeated as many times as its weight) and its row
+    weights (None without ``--weight``), or a built-in set: ``(X, y, weights, source)``."""
     from sklearn.preprocessing import StandardScaler
 
+    weight = getattr(args, "weight", None)
     if args.demo:
         if args.data is not None:
             raise InputError("give either DATA.csv or --demo, not both")
+        if weight is not None:
+            raise InputError("--weight names a column of a CSV file; it does not work with --demo")
         from .datasets import load_dataset
 
         data = load_dataset(demo_name)
-        return data.X, data.y, f"built-in data set {demo_name!r} ({data.description})"
+        return data.X, data.y, None, f"built-in data set {demo_name!r} ({data.description})"
     if args.data is None:
         raise InputError(f"give a CSV file (bayesvm {args.command} DATA.csv --target COLUMN) or --demo")
     if args.target is None:
         raise InputError("--target COLUMN is required with a CSV file")
-    X, y, _ = read_csv(args.data, args.target)
+    X, y, _, weights = read_csv(args.data, args.target, weight)
+    if weights is not None and not np.any(weights > 0):
+        raise InputError(f"weight column {weight!r} is 0 on every row")
     if not args.no_standardize:
-        X = StandardScaler().fit_transform(X)
-    return X, y, f"{args.data} (target {args.target!r})"
+        X = StandardScaler().fit(X, sample_weight=weights).transform(X)
+    source = f"{args.data} (target {args.target!r}" + ("" if weight is None else f", row weights {weight!r}") + ")"
+    return X, y, weights, source
 
 
 def _selection_options(args) -> dict:
@@ -204,10 +242,14 @@ def _ard_kernel(args, n_features: int):
     return make_kernel(args.kernel).replace(length_scale=np.ones(n_features))
 
 
-def _selection_rows(args, X, y, source: str):
+def _selection_rows(args, X, y, weights, source: str):
     """--selection-size: the stratified subsample of the rows the search selects on (every row up to 250 with
-    'auto'), with the data's description saying so."""
-    from ._validation import training_data
+    'auto'), with the data's description saying so: ``(X, y, weights, source)`` of the rows kept.
+
+    The subsample is drawn from the distinct rows, as the library counts them (rows with equal input and label
+    merged, their weights summed; rows of weight 0 left out), and keeps every row of the file behind each distinct
+    row it draws."""
+    from ._validation import collapsed_training_data
     from .exceptions import SubsampleWarning
     from .selection.subsample import selection_subset
 
@@ -218,15 +260,19 @@ def _selection_rows(args, X, y, source: str):
         except ValueError:
             raise InputError(f"--selection-size must be 'auto', 'none' or a number of rows >= 2; got {value!r}") from None
     try:
+        data, row_of = collapsed_training_data(X, y, weights)
         with warnings.catch_warnings():  # the data's description says it
             warnings.simplefilter("ignore", SubsampleWarning)
-            _, rows = selection_subset(training_data(X, y), None if value == "none" else value,
-                                       random_state=args.seed)
+            _, rows = selection_subset(data, None if value == "none" else value, random_state=args.seed)
     except ValueError as error:
-        raise InputError(str(error)) from None
+        raise InputError(str(error).splitlines()[0]) from None
     if rows is None:
-        return X, y, source
-    return X[rows], y[rows], source + f"; selected on a stratified random subsample of {rows.size} of its {len(y)} rows"
+        return X, y, weights, source
+    keep = np.isin(row_of, rows)
+    distinct = data.X.shape[0]
+    of = f"{distinct} rows" if distinct == len(y) else f"{distinct} distinct rows ({len(y)} in the file)"
+    return (X[keep], y[keep], None if weights is None else weights[keep],
+            source + f"; selected on a stratified random subsample of {rows.size} of its {of}")
 
 
 def _positive(value: float, flag: str) -> float:
@@ -235,7 +281,7 @@ def _positive(value: float, flag: str) -> float:
     return float(value)
 
 
-def _certified(surface, X, y, budget: float, seed: int, inducing):
+def _certified(surface, X, y, weights, budget: float, seed: int, inducing):
     """--certify: ln P(D) at the selected point again, with ``budget`` times the fit's ln N(D) work and random numbers
     of its own, on the prior the search used."""
     from .evidence.log_evidence import log_evidence_one_vs_rest
@@ -244,6 +290,7 @@ def _certified(surface, X, y, budget: float, seed: int, inducing):
     with recorded_warnings() as caught:
         evidence = log_evidence_one_vs_rest(X, y, C=surface.best["C"], kernel=surface.best_kernel,
                                             random_state=seed + 1, evidence_budget=budget,
+                                            sample_weight=weights,
                                             **prior_for(X, inducing, random_state=seed).evidence_options)
     print_warnings(caught)
     return evidence
@@ -265,7 +312,7 @@ def _inducing(value: str):
 def run_select(args) -> int:
     from .selection.select import select_hyperparameters
 
-    X, y, source = _load_data(args, _DEMO_DATASET)
+    X, y, weights, source = _load_data(args, _DEMO_DATASET)
     held_out = None
     if args.demo:
         from sklearn.model_selection import train_test_split
@@ -275,7 +322,7 @@ def run_select(args) -> int:
         source += f"; a stratified {_DEMO_TRAIN}-point training subsample, the other {len(y_test)} points held out"
     options = _selection_options(args)
     if args.method == "search":
-        X, y, source = _selection_rows(args, X, y, source)
+        X, y, weights, source = _selection_rows(args, X, y, weights, source)
     elif args.selection_size != "auto":
         raise InputError("--selection-size works with the search (--method search)")
     if args.ard:
@@ -285,7 +332,8 @@ def run_select(args) -> int:
                          "(one-vs-rest problems with shared hyperparameters)")
     started = time.perf_counter()
     with recorded_warnings() as caught:
-        surface = select_hyperparameters(X, y, progress=ProgressBar("evidence", quiet=args.quiet), **options)
+        surface = select_hyperparameters(X, y, progress=ProgressBar("evidence", quiet=args.quiet),
+                                         sample_weight=weights, **options)
     elapsed = time.perf_counter() - started
     cv_surface = None
     if args.cv:
@@ -293,18 +341,18 @@ def run_select(args) -> int:
         with recorded_warnings() as caught_cv:
             cv_surface = select_hyperparameters(
                 X, y, kernel=args.kernel, grid=_cv_grid(surface) if args.method == "grid" else None, method="cv",
-                cv=args.folds,
+                cv=args.folds, sample_weight=weights,
                 random_state=args.seed, progress=ProgressBar(f"{args.folds}-fold CV", quiet=args.quiet),
             )
         caught += caught_cv
         cv_elapsed = time.perf_counter() - started_cv
     print_warnings(caught)
-    print(select_report(surface, X, y, source, elapsed))
+    print(select_report(surface, X, y, source, elapsed, weights=weights))
     certified = None
     if args.certify:
         budget = 4.0 * options["evidence_budget"]
         started_certify = time.perf_counter()
-        certified = _certified(surface, X, y, budget, args.seed, options["inducing"])
+        certified = _certified(surface, X, y, weights, budget, args.seed, options["inducing"])
         print(f"\ncertified ln P(D): {certified.total:.3f} +- {certified.total_se:.3f} (ln N(D) "
               f"{certified.problems[0].log_normalization:.3f} at {budget:g}x the fit's work, "
               f"{time.perf_counter() - started_certify:.1f} s)")
@@ -318,6 +366,8 @@ def run_select(args) -> int:
     if args.json:
         payload = {"source": source, "n": int(X.shape[0]), "n_features": int(X.shape[1]),
                    "seconds": elapsed, "evidence": surface.to_dict()}
+        if weights is not None:
+            payload["weight_column"], payload["total_weight"] = args.weight, float(np.sum(weights))
         if certified is not None:
             payload["certified"] = {"log_evidence": certified.total, "log_evidence_se": certified.total_se}
         if cv_surface is not None:
@@ -348,7 +398,7 @@ def run_compare(args) -> int:
     from .comparison import compare_calibration
     from .kernels import RBF
 
-    X, y, source = _load_data(args, _COMPARE_DEMO_DATASET)
+    X, y, _, source = _load_data(args, _COMPARE_DEMO_DATASET)
     if np.unique(y).size > 2:
         return _run_compare_multiclass(args, X, y, source)
     args.splits = _COMPARE_SPLITS if args.splits is None else args.splits
@@ -415,6 +465,9 @@ def build_parser() -> argparse.ArgumentParser:
     select.add_argument("data", nargs="?", help="CSV file with a header row")
     select.add_argument("--target", help="name of the label column (two or more classes)")
     select.add_argument("--demo", action="store_true", help=f"use the built-in {_DEMO_DATASET} data set")
+    select.add_argument("--weight", metavar="COLUMN",
+                        help="name of a column of per-row sample weights (numbers >= 0; not a feature): a row of "
+                             "weight w counts as w copies of itself, 0 leaves it out")
     select.add_argument("--kernel", default="rbf", choices=["rbf", "exponential", "polynomial", "linear"])
     select.add_argument("--method", default="search", choices=["search", "grid"],
                         help="quasi-Newton ascent of the evidence with exact gradients (default), or the evidence "
@@ -442,7 +495,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "the full prior) or a number")
     select.add_argument("--selection-size", default="auto", metavar="N",
                         help="--method search: select on a stratified random subsample of N rows: 'auto' (default: "
-                             "every row up to 250, a subsample of 250 above), 'none' (every row) or a number")
+                             "every row up to 250, a subsample of 250 above), 'none' (every row) or a number; rows "
+                             "with equal features and label count as one")
     select.add_argument("--evidence-budget", type=float, default=1.0, metavar="B",
                         help="scale ln N(D)'s fixed work in the search and its check (default 1)")
     select.add_argument("--certify", action="store_true",

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from bayesvm._cli_report import ProgressBar
-from bayesvm.cli import main
+from bayesvm.cli import main, read_csv
 
 SMALL = ["--method", "grid", "--n-samples", "200", "--no-refine"]
 
@@ -130,6 +130,16 @@ def test_select_on_a_subsample_says_so(tmp_path, toy, capsys):
         ("a,b,label\n1,2,x\n3,4,y\n", ["--target", "label", "--method", "grid", "--selection-size", "10"],
          "--selection-size works with the search"),
         ("a,b,label\n1,2,x\n3,4,y\n", ["--target", "label", "--method", "grid", "--max-checks", "-1"], "max_checks must be an integer >= 0"),
+        ("a,b,label\n1,2,x\n3,4,y\n", ["--target", "label", "--weight", "w"], "weight column 'w' not found"),
+        ("a,b,w,label\n1,2,1,x\n3,4,-0.5,y\n", ["--target", "label", "--weight", "w"],
+         "weight column 'w' has 1 negative value(s) (the first on line 3); weights must be >= 0"),
+        ("a,b,w,label\n1,2,one,x\n3,4,1,y\n", ["--target", "label", "--weight", "w"],
+         "weight column 'w' is not numeric"),
+        ("a,b,w,label\n1,2,,x\n3,4,1,y\n", ["--target", "label", "--weight", "w"], "missing, NaN or infinite"),
+        ("a,b,w,label\n1,2,inf,x\n3,4,1,y\n", ["--target", "label", "--weight", "w"], "missing, NaN or infinite"),
+        ("a,b,w,label\n1,2,0,x\n3,4,0,y\n", ["--target", "label", "--weight", "w"], "is 0 on every row"),
+        ("a,b,label\n1,2,x\n3,4,y\n", ["--target", "label", "--weight", "label"], "name the same column"),
+        ("w,label\n1,x\n2,y\n", ["--target", "label", "--weight", "w"], "no feature columns besides 'w' and 'label'"),
     ],
 )
 def test_bad_input_gives_one_line_error(tmp_path, capsys, content, args, message):
@@ -147,6 +157,60 @@ def test_bad_input_gives_one_line_error(tmp_path, capsys, content, args, message
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("bayesvm: error:") and message in lines[0]
     assert "Traceback" not in captured.err
+
+
+def test_weight_refused_with_demo(capsys):
+    assert main(["select", "--demo", "--weight", "w"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bayesvm: error:") and "--weight" in err and "--demo" in err and len(err.splitlines()) == 1
+
+
+def test_weight_column_is_not_a_feature_and_standardises_as_repeated_rows(tmp_path, toy):
+    """The weight column is read as weights, not as a feature; the features are standardised by the weighted mean
+    and standard deviation: a column of 2s standardises as the file with every row twice."""
+    from bayesvm.cli import _load_data, build_parser
+
+    X, y = toy
+    weighted = write_csv(tmp_path / "weighted.csv", np.column_stack([X, np.full(len(y), 2.0)]), y,
+                         names=["x0", "x1", "w"])
+    X_read, y_read, names, weights = read_csv(str(weighted), "label", "w")
+    assert names == ["x0", "x1"] and X_read.shape == (40, 2) and np.array_equal(X_read, X)
+    assert np.array_equal(y_read, y) and np.array_equal(weights, np.full(40, 2.0))
+    assert read_csv(str(weighted), "label")[2] == ["x0", "x1", "w"]  # without --weight it is a feature
+    twice = write_csv(tmp_path / "twice.csv", np.repeat(X, 2, axis=0), np.repeat(y, 2))
+    parse = build_parser().parse_args
+    X_w, _, w, source = _load_data(parse(["select", str(weighted), "--target", "label", "--weight", "w"]), "")
+    X_2, _, no_weights, _ = _load_data(parse(["select", str(twice), "--target", "label"]), "")
+    assert no_weights is None and "row weights 'w'" in source
+    np.testing.assert_allclose(X_w, X_2[::2], atol=1e-12)
+
+
+def test_select_with_a_weight_column_of_2s_is_every_row_twice(tmp_path, capsys):
+    """--weight: a column of 2s gives the selection of the file with every row repeated (the same distinct rows, each
+    of weight 2), and the report's weighted class totals and accuracy are those of the repeated rows."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(16, 2))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=16) > 0, "spam", "ham")
+    weighted = write_csv(tmp_path / "weighted.csv", np.column_stack([X, np.full(16, 2.0)]), y, names=["x0", "x1", "w"])
+    twice = write_csv(tmp_path / "twice.csv", np.repeat(X, 2, axis=0), np.repeat(y, 2))
+    results = {}
+    for name, argv in (("weighted", [str(weighted), "--weight", "w"]), ("twice", [str(twice)])):
+        out_json = tmp_path / f"{name}.json"
+        assert main(["select", *argv, "--target", "label", "--no-standardize", "--json", str(out_json), "-q"]) == 0
+        printed = capsys.readouterr().out
+        accuracy = next(line for line in printed.splitlines() if line.strip().startswith("accuracy"))
+        results[name] = json.loads(out_json.read_text()), printed, float(accuracy.split()[-1])
+    (weighted_json, weighted_out, weighted_accuracy), (twice_json, twice_out, twice_accuracy) = (
+        results["weighted"], results["twice"])
+    assert "2 features" in weighted_out and "accuracy (weighted)" in weighted_out
+    assert weighted_json["n"] == 16 and weighted_json["total_weight"] == 32.0 and twice_json["n"] == 32
+    assert weighted_accuracy == twice_accuracy
+    n_spam = int(np.sum(y == "spam"))
+    assert f"{2 * n_spam} / {2 * (16 - n_spam)}" in weighted_out and f"{2 * n_spam} / {2 * (16 - n_spam)}" in twice_out
+    for key in ("log_evidence", "log_naive_evidence", "log_normalization"):
+        assert weighted_json["evidence"][key] == pytest.approx(twice_json["evidence"][key], rel=1e-9, abs=1e-9)
+    for key in ("C", "amplitude", "offset", "length_scale"):
+        assert weighted_json["evidence"]["best"][key] == pytest.approx(twice_json["evidence"]["best"][key], rel=1e-9)
 
 
 def test_demo_prints_evidence_and_error_bar_table(capsys):
