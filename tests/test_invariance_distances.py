@@ -1,6 +1,8 @@
 """A row's prediction depends only on that row and the fitted model; stationary kernels ignore an offset of every
 input; kernel hyperparameters are checked when the kernel is built."""
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -8,7 +10,7 @@ import pytest
 from sklearn.datasets import load_breast_cancer
 from sklearn.preprocessing import StandardScaler
 
-from bayesvm import BayesianSVC
+from bayesvm import BayesianSVC, BayesvmWarning
 from bayesvm.inference.ep import ep_predict
 from bayesvm.kernels import RBF, Exponential, Linear, Polynomial, gram_matrix, scaled_distances, squared_distances
 
@@ -124,3 +126,21 @@ def test_kernels_rebuilt_by_jax_are_not_checked_on_placeholders_or_tracers():
         gradient = jax.grad(lambda scale: jnp.sum(RBF(length_scale=scale)(X)))(1.0)
         cotangent = jax.grad(lambda kernel: -jnp.sum(kernel(X)))(RBF())  # negative leaves, rebuilt unchecked
     assert grams.shape == (3, 4, 4) and np.isfinite(float(gradient)) and float(cotangent.offset) == -16.0
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "the offset inputs carry float64 rounding of about 1e-7, and the search is not stable to it: on this ridge, where "
+    "ln P(D) changes by hundredths of a nat, a perturbation of the inputs by 1e-12 moves the selected amplitude from "
+    "267 to 1456; the offset moves the held-out NLL by 0.007"))
+def test_a_default_fit_on_offset_inputs_scores_the_same(cancer):
+    """The whole default fit (the evidence search, its checks, the posterior) on inputs offset by 1.7e9: held-out NLL
+    within 1e-3 of the fit on the inputs as they are."""
+    from sklearn.metrics import log_loss
+
+    X, y, X_new = cancer
+    labels = load_breast_cancer(return_X_y=True)[1][np.random.default_rng(0).permutation(569)[60:72]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BayesvmWarning)
+        near = BayesianSVC().fit(X, y).predict_proba(X_new)
+        far = BayesianSVC().fit(X + FAR, y).predict_proba(X_new + FAR)
+    assert abs(log_loss(labels, far, labels=[0, 1]) - log_loss(labels, near, labels=[0, 1])) < 1e-3
