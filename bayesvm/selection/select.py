@@ -142,8 +142,9 @@ def select_for(data: TrainingData, template: Kernel, *, method: str = "search", 
                progress: Callable[[int, int], None] | None = None,
                budget: EvidenceBudget = EvidenceBudget()) -> SearchSelection | EvidenceSurface:
     """:func:`select_hyperparameters` on validated, collapsed training data
-    (:func:`bayesvm._validation.collapsed_training_data`) within the kernel family ``template``: what the estimator calls, so that its inputs are validated once, by it."""
-    X, Y, classes = data.X, data.Y, data.classes
+    (:func:`bayesvm._validation.collapsed_training_data`) within the kernel family ``template``: what the estimator
+    calls, so that its inputs are validated once, by it."""
+    X, classes = data.X, data.classes
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
     if is_ard(template) and method != "search":
