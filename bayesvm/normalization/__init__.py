@@ -6,7 +6,7 @@
 * :mod:`~bayesvm.normalization.budget`: the fixed work of every ln N(D) estimate (:class:`EvidenceBudget`), the
   prior's low-rank basis and the budgeted estimate over the distinct inputs;
 * :mod:`~bayesvm.normalization.draws`: plain prior sampling and the stand-in inputs;
-* :mod:`~bayesvm.normalization.ep_started`: tempered SMC started from EP's Gaussian (a route for references);
+* :mod:`~bayesvm.normalization.ep_started`: tempered SMC started from EP's Gaussian (the check's second route);
 * :mod:`~bayesvm.normalization.path`: ln N(D) and its gradient along a search path, by
   reweighting tempered-SMC particles;
 * :mod:`~bayesvm.normalization.low_rank`: the same under a low-rank prior.

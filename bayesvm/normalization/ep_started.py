@@ -22,8 +22,8 @@ normalisation factor"). Each run's estimate of N(D) is still unbiased, for
 any q. Where EP does not converge, q is the prior and this is the
 prior-started estimate.
 
-An explicit route for references (documentation: normalisation); the default estimate samples from the prior
-(:mod:`bayesvm.normalization.budget`).
+The check at the answer runs this route where the prior-started runs disagree or agree narrowly
+(:func:`bayesvm.normalization.budget.budgeted_log_normalization`); the search's anchors start from the prior.
 """
 
 from __future__ import annotations

@@ -201,8 +201,8 @@ class FullPathPrior:
         return Annealed(result, _whitened(L, result.particles), jitter)
 
     def anchored(self, x: np.ndarray, result: AnnealingResult, key, n_mcmc_steps: int) -> Annealed | None:
-        """An anchor at x from tempered SMC run there by another caller on the same prior (the selection's check:
-        :func:`bayesvm.normalization.ep_started.RoutedEstimate.latents`), whose ``particles`` are theta (R, N, M)
+        """An anchor at x from tempered SMC run there by another caller on the same prior (the selection's check,
+        :func:`bayesvm.normalization.budget.budgeted_log_normalization`), whose ``particles`` are theta (R, N, M)
         over the padded inputs as its last resampling left them: moved ``n_mcmc_steps`` times at the target
         (:func:`bayesvm.normalization.smc.moves_at_target`, as the path's own anchors are after their last
         reweighting) and whitened by this prior's factor at x; None where the prior is not resolved at x.
