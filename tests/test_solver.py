@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from bayesvm import RBF, Exponential, Linear, Polynomial
+from bayesvm import RBF, ConvergenceWarning, Exponential, Linear, Polynomial
 from bayesvm._precision import float64_scope
 from bayesvm.kernels import gram_matrix
 from bayesvm.solver.dual import fit_map, solve_dual, solve_dual_batch
@@ -202,3 +202,14 @@ def test_numerically_singular_gram_matrices_still_converge():
         fit = fit_map(X, y, C=C, kernel=kernel)
         assert fit.converged
         assert _numpy_kkt(np.asarray(gram_matrix(kernel, X)), fit.y, C, fit.alpha) <= 1e-8
+
+
+def test_the_convergence_warning_says_why_and_what_to_pass():
+    """A solve that cannot reach its tolerance names its violation, its steps and the box times the prior variance, the product that makes
+    the dual ill-conditioned, with the remedy."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(30, 2))
+    y = np.where(X[:, 0] + rng.normal(size=30) > 0, 1, -1)
+    kernel = RBF(length_scale=1.0, amplitude=50.0, offset=10.0)
+    with pytest.warns(ConvergenceWarning, match=r"C w_max max K\(x, x\), is 240:.*a smaller C or amplitude"):
+        fit_map(X, y, C=4.0, kernel=kernel, sample_weight=np.where(np.arange(30) == 0, 1.0, 0.5), tol=1e-300)

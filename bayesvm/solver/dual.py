@@ -396,9 +396,14 @@ def fit_map_on_gram(K, X: np.ndarray, y_pm: np.ndarray, classes: np.ndarray, C: 
     solution = _solve_adaptive(_ascend_jit, _finish_jit, K, np.asarray(y_pm, dtype=np.float64),
                                np.asarray(C, dtype=np.float64), tol, max_iter, weights)
     if not bool(solution.converged):
+        box_variance = float(np.max(np.asarray(C) * (1.0 if weights is None else np.max(weights)))
+                             * np.max(np.diagonal(np.asarray(K))))
         warnings.warn(
-            f"the SVM dual solver stopped at KKT violation {float(solution.kkt_violation):.2e} > tol={tol:g}, so "
-            "the marginal set (and the evidence) may be inexact; pass a larger max_iter or a looser tol (fit_map)",
+            f"the SVM dual solver stopped at KKT violation {float(solution.kkt_violation):.2e} > tol={tol:g} after "
+            f"{int(solution.n_iter)} coordinate steps, so the marginal set (and the evidence) may be inexact. The "
+            f"largest box times the largest prior variance, C w_max max K(x, x), is {box_variance:.3g}: where it is "
+            "large the dual is ill-conditioned (many nearly dependent points on the margin) and more steps do not "
+            "help; a smaller C or amplitude converges (a looser tol, for fit_map, where the violation is small)",
             ConvergenceWarning,
             stacklevel=stacklevel,
         )
