@@ -24,6 +24,7 @@ from .selection.grid_checks import DegenerateSelectionWarning
 from .selection.select import select_hyperparameters
 from .selection.surface import EvidenceSurface
 from .solver.dual import fit_map
+from ._precision import float64_scope
 
 __version__ = "0.1.0"
 
@@ -51,6 +52,7 @@ __all__ = [
     "OneVsRestEvidence",
     "couple_one_vs_rest",
     "fit_map",
+    "float64_scope",
     "Posterior",
     "ErrorBars",
     "RBF",

@@ -47,7 +47,11 @@ F = TypeVar("F", bound=Callable)
 
 
 def float64_scope():
-    """Context manager: JAX computes in float64 inside it, the global flag is restored on exit."""
+    """Context manager: JAX computes in float64 inside it, the global flag is restored on exit.
+
+    bayesvm's functions compute in float64 whatever the caller's setting; wrap your own ``jax.jit`` or ``jax.vmap``
+    around them in it, since inside a transformation JAX follows the setting of the moment it traces.
+    """
     return jax.enable_x64(True)
 
 
