@@ -9,7 +9,7 @@ from scipy.optimize import minimize
 from bayesvm import RBF, ConvergenceWarning, Exponential, Linear, Polynomial
 from bayesvm._precision import float64_scope
 from bayesvm.kernels import gram_matrix
-from bayesvm.solver.dual import fit_map, solve_dual, solve_dual_batch
+from bayesvm.solver.dual import fit_map, kkt_tolerance, solve_dual, solve_dual_batch
 
 
 def _problem(n, d=2, seed=0, noise=0.3):
@@ -204,12 +204,62 @@ def test_numerically_singular_gram_matrices_still_converge():
         assert _numpy_kkt(np.asarray(gram_matrix(kernel, X)), fit.y, C, fit.alpha) <= 1e-8
 
 
+def _dual_objective(K, y, alpha):
+    beta = alpha * y
+    return alpha.sum() - 0.5 * beta @ K @ beta
+
+
+def test_offset_dominated_dual_converges_and_agrees_with_an_independent_qp():
+    """A bias prior variance (offset) 50 times the amplitude: single-coordinate steps stall there (each moves the
+    bias by a K_ii-sized step), the pair steps, along which the offset cancels, converge. The solution reaches the
+    requested 1e-8 and is at least as good as L-BFGS-B's on the same bounded dual, with the same outputs."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=40) > 0, 1.0, -1.0)
+    kernel, C = RBF(length_scale=5.0, amplitude=3e3, offset=1.5e5), 0.2
+    fit = fit_map(X, y, C=C, kernel=kernel)
+    K = np.asarray(gram_matrix(kernel, X))
+    assert fit.converged and float(fit.solution.tolerance) == 1e-8
+    assert _numpy_kkt(K, fit.y, C, fit.alpha) <= 1e-8
+    reference = _scipy_dual(K, fit.y, C)
+    assert _dual_objective(K, fit.y, fit.alpha) >= _dual_objective(K, fit.y, reference) - 1e-9
+    np.testing.assert_allclose(fit.theta, K @ (reference * fit.y), atol=1e-3)
+
+
+def test_tolerance_is_raised_to_the_rounding_floor():
+    """The tolerance is max(tol, n eps C max K_ii), invariant under (C, k0) -> (C / s, s k0); a huge box on
+    nearly repeated inputs converges to that floor, not to an unreachable 1e-8."""
+    K = np.diag([1.0, 4.0, 2.0])
+    eps = np.finfo(np.float64).eps
+    assert float(kkt_tolerance(K, 10.0, 1e-8)) == 1e-8
+    assert float(kkt_tolerance(K, 1e12, 1e-8)) == pytest.approx(3 * eps * 4e12)
+    assert float(kkt_tolerance(K * 1e3, 1e9, 1e-8)) == pytest.approx(float(kkt_tolerance(K, 1e12, 1e-8)))
+    rng = np.random.default_rng(0)
+    X = np.repeat(rng.normal(size=(8, 3)), 5, axis=0) + 1e-3 * rng.normal(size=(40, 3))
+    y = rng.choice([-1, 1], size=40)
+    kernel, C = RBF(length_scale=2.0, amplitude=1e5, offset=1e5), 1e3
+    fit = fit_map(X, y, C=C, kernel=kernel)
+    floor = float(fit.solution.tolerance)
+    assert floor == pytest.approx(64 * eps * C * 2e5)  # n is the padded size, 64
+    K = np.asarray(gram_matrix(kernel, X))
+    assert fit.converged and _numpy_kkt(K, fit.y, C, fit.alpha) <= floor
+
+
 def test_the_convergence_warning_says_why_and_what_to_pass():
-    """A solve that cannot reach its tolerance names its violation, its steps and the box times the prior variance, the product that makes
-    the dual ill-conditioned, with the remedy."""
-    rng = np.random.default_rng(3)
-    X = rng.normal(size=(30, 2))
-    y = np.where(X[:, 0] + rng.normal(size=30) > 0, 1, -1)
-    kernel = RBF(length_scale=1.0, amplitude=50.0, offset=10.0)
-    with pytest.warns(ConvergenceWarning, match=r"C w_max max K\(x, x\), is 240:.*a smaller C or amplitude"):
-        fit_map(X, y, C=4.0, kernel=kernel, sample_weight=np.where(np.arange(30) == 0, 1.0, 0.5), tol=1e-300)
+    """A solve cut short (max_iter=1) on a huge box names its violation, its tolerance, the exhausted budget, the
+    box times the prior variance that makes the dual hard, and the remedies."""
+    rng = np.random.default_rng(0)
+    X = np.repeat(rng.normal(size=(8, 3)), 5, axis=0) + 1e-3 * rng.normal(size=(40, 3))
+    y = rng.choice([-1, 1], size=40)
+    weights = np.where(np.arange(40) == 0, 2.0, 1.0)
+    kernel = RBF(length_scale=2.0, amplitude=1e5, offset=1e5)
+    with pytest.warns(ConvergenceWarning) as caught:
+        fit = fit_map(X, y, C=1e3, kernel=kernel, sample_weight=weights, max_iter=1)
+    assert not fit.converged
+    message = str(caught[0].message)
+    assert f"KKT violation {fit.kkt_violation:.2e} > {float(fit.solution.tolerance):.2e} (tol=1e-08" in message
+    assert "after 1 coordinate steps (all of max_iter)" in message
+    assert "C max w_i K(x_i, x_i) = 4e+08, is large" in message
+    assert "near-singular Gram matrix" in message
+    assert "Pass a smaller C or a smaller kernel amplitude and offset" in message
+    assert "or a larger max_iter (it was 1), or a looser tol" in message

@@ -1,6 +1,6 @@
 """The phases of the box-constrained SVM dual solver of :mod:`bayesvm.solver.dual`.
 
-Greedy coordinate ascent to a loose tolerance, then an exact polish of the
+Greedy coordinate ascent (single and pair steps) to a loose tolerance, then an exact polish of the
 free set: the primal-dual active-set iteration (fast, not monotone) and the
 monotone projected Newton iteration that takes over where it cycles. The
 module docstring of :mod:`bayesvm.solver.dual` describes how they are combined.
@@ -28,12 +28,66 @@ def projected_gradient_abs(alpha, g, C):
     return jnp.where(at_lower, jnp.maximum(g, 0.0), jnp.where(at_upper, jnp.maximum(-g, 0.0), jnp.abs(g)))
 
 
-def coordinate_ascent(K, y, C, alpha, theta, tol, max_iter, n_iter):
-    """Greedy coordinate ascent until the KKT violation is <= tol.
+def best_step(K, y, C, alpha, g, diag):
+    """The better of the best single-coordinate step and the best two-coordinate (pair) step.
 
-    Each step picks i maximising the gain of the clipped Newton step
-    d_i = clip(a_i + g_i / K_ii, 0, C) - a_i, gain d_i g_i - d_i^2 K_ii / 2,
-    and updates theta += d_i y_i K[i] (O(n) per step).
+    With beta = alpha * y and G = y g the dual gradient in beta:
+
+    * single coordinate k: the clipped Newton step to clip(a_k + g_k / K_kk, 0, C_k), gain
+      d_k g_k - d_k^2 K_kk / 2;
+    * pair (i, j): beta_i rises by t and beta_j falls by t, a direction along which the constant part
+      of K (the offset, the bias's prior variance) cancels: its curvature is
+      K_ii + K_jj - 2 K_ij, not K_ii. i maximises G over the points whose beta can rise, t is the
+      Newton step (G_i - G_j) / (K_ii + K_jj - 2 K_ij) cut at both boxes, and j maximises the exact
+      gain t (G_i - G_j) - t^2 (K_ii + K_jj - 2 K_ij) / 2 (the second-order working-set selection of
+      Fan, Chen & Lin 2005, JMLR 6, with the clipped gain).
+
+    Single steps alone stall where the offset dominates K: each moves the bias by a whole K_kk-sized
+    amount and the next one moves it back; SMO's pair steps leave the bias alone (for SMO they are
+    forced by the equality constraint sum a_i y_i = 0; here they are merely good directions). The
+    curvature is floored at eps (K_ii + K_jj), its rounding error. O(n): one row of K.
+
+    Returns (index, new, gain): the two coordinates changed (equal for a single step), their new
+    values (end points are set exactly at the bound they reach) and the step's gain.
+    """
+    C = jnp.broadcast_to(C, alpha.shape)
+    single_new = jnp.clip(alpha + g / diag, 0.0, C)
+    single_step = single_new - alpha
+    single_gain = single_step * g - 0.5 * single_step**2 * diag
+    k = jnp.argmax(single_gain)
+
+    G = y * g
+    up_room = jnp.where(y > 0.0, C - alpha, alpha)  # how far beta may rise
+    down_room = jnp.where(y > 0.0, alpha, C - alpha)  # how far beta may fall
+    i = jnp.argmax(jnp.where(up_room > 0.0, G, -jnp.inf))
+    curvature = diag[i] + diag - 2.0 * K[i]
+    curvature = jnp.maximum(curvature, jnp.finfo(K.dtype).eps * (diag[i] + diag))
+    room = jnp.minimum(up_room[i], down_room)
+    t = jnp.clip((G[i] - G) / curvature, 0.0, room)
+    pair_gain = jnp.where(jnp.arange(alpha.shape[0]) == i, 0.0, t * (G[i] - G) - 0.5 * t**2 * curvature)
+    j = jnp.argmax(pair_gain)
+    t_j = t[j]
+    new_i = jnp.where(t_j >= up_room[i], jnp.where(y[i] > 0.0, C[i], 0.0), alpha[i] + t_j * y[i])
+    new_j = jnp.where(t_j >= down_room[j], jnp.where(y[j] > 0.0, 0.0, C[j]), alpha[j] - t_j * y[j])
+
+    use_pair = pair_gain[j] > single_gain[k]
+    index = jnp.where(use_pair, jnp.stack([i, j]), jnp.stack([k, k]))
+    new = jnp.where(use_pair, jnp.stack([new_i, new_j]), jnp.stack([single_new[k], single_new[k]]))
+    return index, new, jnp.maximum(pair_gain[j], single_gain[k])
+
+
+def take_step(K, y, alpha, theta, index, new):
+    """Set alpha[index] = new and update theta = K (alpha y) by the changed rows (O(n) per row)."""
+    delta = new - alpha[index]
+    delta = delta.at[1].set(jnp.where(index[0] == index[1], 0.0, delta[1]))  # a single step: one row
+    return alpha.at[index].set(new), theta + (y[index] * delta) @ K[index]
+
+
+def coordinate_ascent(K, y, C, alpha, theta, tol, max_iter, n_iter):
+    """Greedy single- and two-coordinate ascent until the KKT violation is <= tol.
+
+    Each step takes the better of the best clipped single-coordinate Newton step and the best pair
+    step (:func:`best_step`) and updates theta by one or two rows of K (O(n) per step).
     """
     diag = jnp.maximum(jnp.diagonal(K), jnp.finfo(K.dtype).tiny)
 
@@ -46,12 +100,8 @@ def coordinate_ascent(K, y, C, alpha, theta, tol, max_iter, n_iter):
 
     def body(state):
         alpha, theta, it = state
-        g = 1.0 - y * theta
-        step = jnp.clip(alpha + g / diag, 0.0, C) - alpha
-        gain = step * g - 0.5 * step**2 * diag
-        i = jnp.argmax(gain)
-        alpha = alpha.at[i].add(step[i])
-        theta = theta + (step[i] * y[i]) * K[i]
+        index, new, _ = best_step(K, y, C, alpha, 1.0 - y * theta, diag)
+        alpha, theta = take_step(K, y, alpha, theta, index, new)
         return alpha, theta, it + 1
 
     alpha, theta, n_iter = jax.lax.while_loop(cond, body, (alpha, theta, n_iter))
@@ -143,7 +193,7 @@ def monotone_polish(K, y, C, alpha, theta, max_free, tol):
     * d without the components that would leave the box from a bound, to the
       exact line maximum, cut at the first bound (a ratio test; its gain is
       never negative);
-    * the best single coordinate-ascent step, whose gain is positive while any
+    * the best single- or two-coordinate step (:func:`best_step`), whose gain is positive while any
       KKT condition is violated, so the iteration cannot stall.
 
     The largest gain is taken, so the dual objective rises every round. Once the
@@ -184,15 +234,14 @@ def monotone_polish(K, y, C, alpha, theta, max_free, tol):
         # candidate 2: along the Newton direction, cut at the first bound
         ratio = _ratio_test_step(K_ff, y_f, g_f, a_f, newton_point - a_f, valid, C_f)
         newton = jnp.where(gain(projected) > gain(ratio), projected, ratio)
-        # candidate 3: the best single coordinate step (positive gain while any KKT condition is violated)
-        coordinate_steps = jnp.clip(alpha + g / diag, 0.0, C) - alpha
-        coordinate_gains = coordinate_steps * g - 0.5 * coordinate_steps**2 * diag
-        i = jnp.argmax(coordinate_gains)
-        use_newton = gain(newton) >= coordinate_gains[i]
-        newton = jnp.where(use_newton, newton, 0.0)
-        coordinate = jnp.where(use_newton, 0.0, coordinate_steps[i])
-        alpha = alpha.at[index].add(jnp.where(valid, newton, 0.0)).at[i].add(coordinate)
-        theta = theta + K[:, index] @ (y_f * newton) + (coordinate * y[i]) * K[i]
+        # candidate 3: the best single- or two-coordinate step (positive gain while any KKT condition is violated)
+        step_index, step_new, step_gain = best_step(K, y, C, alpha, g, diag)
+
+        def newton_round():
+            return alpha.at[index].add(jnp.where(valid, newton, 0.0)), theta + K[:, index] @ (y_f * newton)
+
+        alpha, theta = jax.lax.cond(gain(newton) >= step_gain, newton_round,
+                                    lambda: take_step(K, y, alpha, theta, step_index, step_new))
         return alpha, theta, jnp.sum(free) > max_free, rounds + 1
 
     overflow0 = jnp.sum((alpha > 0.0) & (alpha < C)) > max_free

@@ -11,9 +11,10 @@ are g_i <= 0 where a_i = 0, g_i >= 0 where a_i = C and g_i = 0 on the
 *marginal* set 0 < a_i < C. The evidence depends on that set, so the solver
 identifies it exactly:
 
-1. greedy coordinate ascent (the single-variable analogue of SMO: pick the
-   coordinate with the largest gain, take the clipped Newton step) brings the
-   KKT violation below a loose tolerance;
+1. greedy coordinate ascent (pick the clipped Newton step of largest gain
+   among single coordinates and SMO-like pairs, along which the offset
+   cancels: ``_dual_ascent.best_step``) brings the KKT violation below a loose
+   tolerance;
 2. a primal-dual active-set iteration (Hintermueller, Ito & Kunisch 2003)
    solves the linear system K_FF (a y)_F = y_F - theta^U_F on the free set
    exactly (Cholesky, iterative refinement) and moves points between the free
@@ -36,7 +37,9 @@ solve fast.
 
 The KKT violation is measured in margin units, max_i of |g_i| on the free
 set and of the wrong-signed part of g_i at the bounds. It is invariant under
-(C, k0) -> (C / s, s k0), like theta itself.
+(C, k0) -> (C / s, s k0), like theta itself. A solve is held to the requested
+tolerance or to the rounding floor n eps C max K_ii, whichever is larger
+(:func:`kkt_tolerance`).
 """
 
 from __future__ import annotations
@@ -60,12 +63,15 @@ from ..kernels import RBF, Kernel, gram_matrix
 
 Array = jax.Array
 
-__all__ = ["DualSolution", "MapSVM", "solve_dual", "solve_dual_batch", "solve_dual_boxes", "fit_map", "fit_map_on_gram", "kkt_violation"]
+__all__ = ["DualSolution", "MapSVM", "solve_dual", "solve_dual_batch", "solve_dual_boxes", "fit_map", "fit_map_on_gram",
+           "kkt_tolerance", "kkt_violation"]
 
 #: tolerance of the coordinate-ascent phase before the first exact polish
 _INITIAL_ASCENT_TOL = 0.1
 #: at most this many (ascent, polish) rounds, tightening the ascent tolerance by 100 each time
 _MAX_OUTER_ROUNDS = 6
+#: C max w_i K(x_i, x_i) from which the convergence warning blames the near hard-margin dual
+_HARD_MARGIN_BOX = 1e3
 
 
 class DualSolution(NamedTuple):
@@ -79,7 +85,9 @@ class DualSolution(NamedTuple):
     kkt_violation : scalar, in margin units (see module docstring).
     n_iter : coordinate-ascent steps taken.
     n_polish : active-set iterations taken.
-    converged : whether the KKT violation reached the requested tolerance.
+    converged : whether the KKT violation reached ``tolerance``.
+    tolerance : the tolerance it was held to, the requested one or the rounding floor
+        n eps C max K_ii, whichever is larger (:func:`kkt_tolerance`).
     """
 
     alpha: Array
@@ -89,6 +97,7 @@ class DualSolution(NamedTuple):
     n_iter: Array
     n_polish: Array
     converged: Array
+    tolerance: Array
 
 
 @float64
@@ -104,13 +113,30 @@ def kkt_violation(alpha: Array, theta: Array, y: Array, C: Array | float) -> Arr
     ).clip(min=0.0)
 
 
+@float64
+def kkt_tolerance(K: Array, C: Array | float, tol: Array | float) -> Array:
+    """The KKT tolerance a solve is held to: max(tol, n eps max_i C_i max_i K_ii).
+
+    theta_i = sum_j K_ij alpha_j y_j sums terms up to max_j C_j max K_ij = C max K_ii (K is positive
+    semi-definite, so its largest entry is on the diagonal); over n of them rounding leaves an error
+    of up to n eps C max K_ii in theta, that is in g = 1 - y theta (Higham 2002, "Accuracy and
+    Stability of Numerical Algorithms", section 3.1). A requested tolerance below that floor is
+    unreachable in float64: it is raised to the floor. Invariant under (C, k0) -> (C / s, s k0)
+    like the violation itself. (In the batched entry points n is the padded size.)
+    """
+    n = K.shape[-1]
+    floor = n * jnp.finfo(K.dtype).eps * jnp.max(C) * jnp.max(jnp.diagonal(K, axis1=-2, axis2=-1))
+    return jnp.maximum(tol, floor)
+
+
 def _ascend(K, y, C, tol, max_iter):
     zeros = jnp.zeros_like(y)
     return coordinate_ascent(K, y, C, zeros, zeros, jnp.maximum(tol, _INITIAL_ASCENT_TOL), max_iter, jnp.array(0))
 
 
 def _finish(K, y, C, alpha, theta, n_iter, tol, max_iter, max_free):
-    """Polish, and if needed resume coordinate ascent at a tighter tolerance."""
+    """Polish, and if needed resume coordinate ascent at a tighter tolerance, down to :func:`kkt_tolerance`."""
+    tol = kkt_tolerance(K, C, tol)
 
     def cond(state):
         _, _, _, _, done, rounds, ascent_tol = state
@@ -151,6 +177,7 @@ def _finish(K, y, C, alpha, theta, n_iter, tol, max_iter, max_free):
         n_iter=n_iter,
         n_polish=n_polish,
         converged=violation <= tol,
+        tolerance=tol,
     )
 
 
@@ -180,7 +207,8 @@ def solve_dual(
     K : (n, n) positive semi-definite Gram matrix (kernel with its offset).
     y : (n,) labels in {-1, +1} as floats.
     C : positive scalar.
-    tol : KKT tolerance in margin units.
+    tol : KKT tolerance in margin units (raised to the rounding floor n eps C max K_ii where that is
+        larger: :func:`kkt_tolerance`).
     max_iter : coordinate-ascent step budget (default 200 n + 10000).
     max_free : static size of the free-set buffer (default n). A smaller
         buffer is faster; if the free set outgrows it the solver falls back
@@ -374,7 +402,8 @@ def fit_map(X, y, *, C: float = 1.0, kernel: Kernel | None = None, sample_weight
     kernel : a :mod:`bayesvm.kernels` kernel (default ``RBF()``).
     sample_weight : (n_samples,) non-negative weights: point i's box is C w_i, as in scikit-learn's SVC (theory:
         "Weights and repeated rows").
-    tol : KKT tolerance in margin units.
+    tol : KKT tolerance in margin units (raised to the rounding floor n eps C max_i w_i K(x_i, x_i) where that
+        is larger: :func:`kkt_tolerance`).
     max_iter : coordinate-ascent step budget.
     """
     data = training_data(X, y, sample_weight)
@@ -387,6 +416,35 @@ def fit_map(X, y, *, C: float = 1.0, kernel: Kernel | None = None, sample_weight
                            weights=data.weights, tol=tol, max_iter=max_iter, stacklevel=4)
 
 
+def _convergence_message(solution: DualSolution, K: np.ndarray, C: float, weights, tol: float,
+                         max_iter: int | None) -> str:
+    """Why a solve stopped short of its tolerance, and what to pass instead.
+
+    The box times the prior variance, C max_i w_i K(x_i, x_i), is what makes the dual hard: at or above
+    :data:`_HARD_MARGIN_BOX` the solution is close to a hard-margin one, whose Gram matrix restricted to the
+    support vectors is near-singular where inputs are (nearly) repeated, and both coordinate steps and the
+    free-set Newton polish stall.
+    """
+    n = K.shape[0]
+    budget = _default_max_iter(_linalg.problem_size(n)) if max_iter is None else max_iter
+    largest_weight = 1.0 if weights is None else float(np.max(weights))
+    box_variance = float(C) * largest_weight * float(np.max(np.diagonal(K)))
+    steps = int(solution.n_iter)
+    text = (f"the SVM dual solver stopped at KKT violation {float(solution.kkt_violation):.2e} > "
+            f"{float(solution.tolerance):.2e} (tol={tol:g}, or the rounding floor n eps C max K(x, x) where that is "
+            f"larger) after {steps} coordinate steps{' (all of max_iter)' if steps >= budget else ''} and "
+            f"{int(solution.n_polish)} polish rounds, so the marginal set (and the evidence) may be inexact. ")
+    remedies = [f"a larger max_iter (it was {budget})",
+                f"a looser tol (if a violation of {float(solution.kkt_violation):.1e} margin units is acceptable)"]
+    if box_variance >= _HARD_MARGIN_BOX:
+        text += (f"The box times the largest prior variance, C max w_i K(x_i, x_i) = {box_variance:.3g}, is large: the "
+                 "dual is then close to a hard-margin problem on a near-singular Gram matrix (nearly repeated inputs "
+                 "among the support vectors), where coordinate steps and the Newton polish converge slowly. ")
+        remedies.insert(0, f"a smaller C or a smaller kernel amplitude and offset (C max w_i K(x_i, x_i) below "
+                           f"{_HARD_MARGIN_BOX:g})")
+    return text + "Pass " + ", or ".join(remedies) + "."
+
+
 def fit_map_on_gram(K, X: np.ndarray, y_pm: np.ndarray, classes: np.ndarray, C: float, kernel: Kernel, *,
                     weights: np.ndarray | None = None, tol: float = 1e-8, max_iter: int | None = None,
                     stacklevel: int = 2) -> MapSVM:
@@ -396,15 +454,6 @@ def fit_map_on_gram(K, X: np.ndarray, y_pm: np.ndarray, classes: np.ndarray, C: 
     solution = _solve_adaptive(_ascend_jit, _finish_jit, K, np.asarray(y_pm, dtype=np.float64),
                                np.asarray(C, dtype=np.float64), tol, max_iter, weights)
     if not bool(solution.converged):
-        box_variance = float(np.max(np.asarray(C) * (1.0 if weights is None else np.max(weights)))
-                             * np.max(np.diagonal(np.asarray(K))))
-        warnings.warn(
-            f"the SVM dual solver stopped at KKT violation {float(solution.kkt_violation):.2e} > tol={tol:g} after "
-            f"{int(solution.n_iter)} coordinate steps, so the marginal set (and the evidence) may be inexact. The "
-            f"largest box times the largest prior variance, C w_max max K(x, x), is {box_variance:.3g}: where it is "
-            "large the dual is ill-conditioned (many nearly dependent points on the margin) and more steps do not "
-            "help; a smaller C or amplitude converges (a looser tol, for fit_map, where the violation is small)",
-            ConvergenceWarning,
-            stacklevel=stacklevel,
-        )
+        warnings.warn(_convergence_message(solution, np.asarray(K), C, weights, tol, max_iter), ConvergenceWarning,
+                      stacklevel=stacklevel)
     return MapSVM(X=X, y=y_pm, classes=classes, kernel=kernel, C=C, solution=solution, weights=weights)
