@@ -47,7 +47,6 @@ __all__ = [
     "gram_matrix",
     "gram_diagonal",
     "is_ard",
-    "KERNELS",
 ]
 
 

@@ -30,9 +30,8 @@ import functools
 import re
 from collections.abc import Callable
 
-from ._large import LARGE_EXTRA_HINT, load_adult, load_health_insurance
+from ._large import load_adult, load_health_insurance
 from ._real import (
-    EXTRA_HINT,
     load_australian,
     load_breast_cancer,
     load_bupa,
@@ -41,13 +40,9 @@ from ._real import (
     load_pima,
     load_synth,
 )
-from ._toy import INPUT_DISTRIBUTIONS, RESTART_MODES, ToyData, make_toy
+from ._toy import ToyData, make_toy
 
 __all__ = [
-    "EXTRA_HINT",
-    "INPUT_DISTRIBUTIONS",
-    "LARGE_EXTRA_HINT",
-    "RESTART_MODES",
     "ToyData",
     "list_datasets",
     "load_adult",
