@@ -75,6 +75,7 @@ def run_set(name: str, copies: int, seed: int) -> dict:
     from sklearn.model_selection import train_test_split
 
     from bayesvm import BayesianSVC, BayesvmWarning
+    from bayesvm.compilation import cache_statistics
 
     X, y, shape = load(name, seed)
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.3, stratify=y, random_state=seed)
@@ -88,8 +89,6 @@ def run_set(name: str, copies: int, seed: int) -> dict:
         warnings.simplefilter("ignore", BayesvmWarning)
         for arm, rows in (("ours, cold", 1), ("ours", 1), ("ours, rows x k", copies)):
             model, seconds = timed(BayesianSVC().fit, np.repeat(X_train, rows, axis=0), np.repeat(y_train, rows))
-            from bayesvm.compilation import cache_statistics
-
             record[arm] = {"seconds": seconds, "nll": binary_nll(model, X_test, y_test),
                            "programs": cache_statistics(),
                            "C": float(model.C_), "log_evidence": model.log_evidence_,

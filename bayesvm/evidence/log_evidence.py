@@ -173,8 +173,9 @@ def naive_evidence(
 ) -> Estimate:
     """ln Q(D) at a fitted MAP SVM's hyperparameters by the named approximation (one cell of
     :mod:`bayesvm.evidence.approximations`); the Laplace terms are in ``diagnostics["terms"]``."""
+    # stacklevel: _naive_estimate, naive_evidence, its float64 wrapper, the caller
     return _naive_estimate(point_cells(fit.X, fit.kernel, fit.C, y=fit.y, weights=fit.weights), approximation,
-                           determinant, random_state, stacklevel=4)  # _naive_estimate, naive_evidence, its float64 wrapper, the caller
+                           determinant, random_state, stacklevel=4)
 
 
 @float64

@@ -172,9 +172,9 @@ class _Objective:
     """
 
     def __init__(self, X, Y, space: SearchSpace, options: SearchOptions, naive, path: ReweightedPath,
-                 progress=None, n_starts: int = 1, n_rows: float | None = None):
+                 progress, n_starts: int, n_rows: float):
         self.X, self.Y, self.space, self.options = X, Y, space, options
-        self.n_rows = X.shape[0] if n_rows is None else n_rows  # the rows the data stand for: their summed weight
+        self.n_rows = n_rows  # the rows the data stand for: their summed weight
         self.naive_gradient, self.path = naive, path
         self.sites: EPSites = self.cold_sites()
         self.steps: list[SearchStep] = []
