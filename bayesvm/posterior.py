@@ -33,6 +33,7 @@ from ._precision import as_float64, float64, numpy_leaves
 from ._validation import TrainingData, check_inputs
 from .inference.ep import FULL_TOLERANCE, EPResult, converged_ep, ep_predict
 from .inference.ep_gradient import EPSites
+from .inference.ep_loop import merged_label_weights
 from .inference.ep_low_rank import (LowRankEPPredictor, low_rank_naive_evidences_and_gradient, low_rank_predict,
                                    low_rank_predictor)
 from .inference.tilted import hinge_tilted_moments
@@ -196,8 +197,7 @@ class Posterior(_LatentPredictions):
             raise ValueError(f"approximation must be one of {APPROXIMATIONS}; got {approximation!r}")
         if approximation == "ep":
             # converged fully (log_z_tol = 0); a loop that does not converge is followed by the slower ones of EP_LOOPS
-            result = ep if ep is not None else converged_ep(gram_matrix(fit.kernel, fit.X),
-                                                            jnp.asarray(fit.y), fit.C, weights=fit.weights)
+            result = ep if ep is not None else _converged_label_ep(gram_matrix(fit.kernel, fit.X), fit)
             if not bool(result.converged):
                 warnings.warn(f"EP for the posterior did not converge (its last loop: {int(result.n_iter)} "
                               "iterations), so its predictions are approximate; the Laplace-style posterior "
@@ -226,6 +226,14 @@ class Posterior(_LatentPredictions):
             return ep_predict(self.ep, K_cross, K_diag)
         mean = np.asarray(K_cross) @ (np.asarray(self.fit.solution.alpha) * np.asarray(self.fit.y))
         return mean, laplace_latent_variance(self.factor, K_cross, K_diag)
+
+
+def _converged_label_ep(K, fit: MapSVM, tol: float = FULL_TOLERANCE) -> EPResult:
+    """EP for the posterior of the fit's problem on its Gram matrix K, one label site per distinct input
+    (:func:`bayesvm.inference.ep_loop.merged_label_weights`), converged to the site tolerance ``tol``."""
+    weights, opposite = merged_label_weights(fit.X, fit.y, fit.weights)
+    return converged_ep(K, jnp.asarray(fit.y), fit.C, weights=weights[0],
+                        opposite=None if opposite is None else opposite[0], tol=tol)
 
 
 @dataclass(frozen=True)
@@ -274,7 +282,8 @@ def low_rank_posteriors(data: TrainingData, C: float, kernel: Kernel, inducing) 
     fully (``log_z_tol`` 0), as the full path's posterior is."""
     x, X, Z = (as_float64(a) for a in (coordinates_of(C, kernel), data.X, inducing))
     cold = EPSites(*(np.zeros(data.Y.shape),) * 2)
-    naive = low_rank_naive_evidences_and_gradient(x, X, Z, data.Y, kernel, cold, weights=data.weights,
+    weights, opposite = merged_label_weights(data.X, data.Y, data.weights)
+    naive = low_rank_naive_evidences_and_gradient(x, X, Z, data.Y, kernel, cold, weights=weights, opposite=opposite,
                                                   tol=FULL_TOLERANCE, log_z_tol=0.0)
     posteriors = tuple(LowRankPosterior(low_rank_predictor(x, X, Z, kernel, EPSites(precision, shift)), C,
                                         data.X.shape[0])
@@ -304,6 +313,6 @@ def posteriors_at(data: TrainingData, C: float, kernel: Kernel, *, inducing=None
     for problem in data.problems:
         fit = fit_map_on_gram(K, data.X, problem.Y[0], problem.classes, C, kernel, weights=data.weights,
                               stacklevel=4)
-        ep = converged_ep(K, jnp.asarray(fit.y), C, weights=data.weights, tol=tol) if approximation == "ep" else None
+        ep = _converged_label_ep(K, fit, tol) if approximation == "ep" else None
         posteriors.append(Posterior.from_fit(fit, approximation, ep=ep))
     return tuple(posteriors)

@@ -14,6 +14,7 @@ from scipy.stats import norm
 
 from bayesvm import BayesianSVC, BayesvmWarning, log_evidence, select_hyperparameters
 from bayesvm.inference.ep import ep_log_evidence
+from bayesvm.inference.ep_loop import merged_label_weights
 from bayesvm.inference.tilted import label_tilted_moments
 from bayesvm.kernels import RBF, gram_matrix
 from bayesvm.model import log_kappa, log_nu
@@ -71,6 +72,71 @@ def test_weighted_ep_evidence_of_one_point_is_the_integral():
                                                                                      epsrel=1e-12)[0]
     result = ep_log_evidence(np.array([[k]]), np.array([1.0]), C, weights=np.array([w]))
     np.testing.assert_allclose(float(result.log_z), np.log(z), rtol=0, atol=1e-8)
+
+
+@pytest.mark.parametrize("mean, variance, C, y, weight, opposite", [
+    (0.0, 1.0, 1.0, 1.0, 1.0, 1.0),
+    (0.3, 0.5, 2.0, 1.0, 3.0, 2.0),
+    (-2.0, 4.0, 0.5, -1.0, 1.5, 0.7),
+    (1.0, 30.0, 0.3, 1.0, 1.0, 1.0),
+    (0.0, 1.0, 1.0, 1.0, 500.0, 550.0),  # 1,050 rows of one input: a kink at -1 of width 1/500
+    (-0.9, 1e-3, 10.0, 1.0, 5.0, 5.0),
+    (3.0, 2.0, 1.0, 1.0, 0.0, 2.0),
+])
+def test_two_label_site_moments_match_quadrature(mean, variance, C, y, weight, opposite):
+    """One site carrying both labels of an input, N(theta; m, v) Q(y | theta)^w Q(-y | theta)^o: ln Z, mean and
+    variance against numerical integration of the product itself."""
+    lk = float(log_kappa(C))
+    log_site = lambda t: (weight * (lk - C * np.maximum(0.0, 1.0 - y * t))  # noqa: E731
+                          + opposite * (lk - C * np.maximum(0.0, 1.0 + y * t)))
+    scales = [np.sqrt(variance)] + [1.0 / (C * a) for a in (weight, opposite, abs(weight - opposite)) if a > 0]
+    reference = quad_moments(log_site, mean, variance, [-1.0, 1.0], scales)
+    moments = label_tilted_moments(mean, variance, C, y, weight, opposite)
+    np.testing.assert_allclose(float(moments.log_z), reference[0], rtol=1e-9, atol=1e-9)
+    assert abs(float(moments.mean) - reference[1]) <= 1e-8 * np.sqrt(reference[2])
+    np.testing.assert_allclose(float(moments.variance), reference[2], rtol=1e-7)
+
+
+@pytest.mark.parametrize("mean, variance, y", [(0.3, 0.8, 1.0), (-1.2, 2.0, -1.0), (4.0, 0.01, 1.0)])
+def test_a_two_label_site_without_the_other_label_is_the_one_label_site(mean, variance, y):
+    one = label_tilted_moments(mean, variance, 1.3, y, 2.5)
+    two = label_tilted_moments(mean, variance, 1.3, y, 2.5, 0.0)
+    np.testing.assert_allclose(np.array(two), np.array(one), rtol=1e-12, atol=1e-14)
+
+
+def test_rows_of_one_input_merge_into_one_site_per_problem():
+    """Rows of equal input share one site, on their first row of positive weight, carrying each label's summed
+    weight; the input's other rows are flat (weight 0). Worked by hand for two and three classes."""
+    X = np.array([[0.0], [1.0], [0.0], [2.0], [1.0], [0.0]])
+    weights, opposite = merged_label_weights(X, np.array([1, 1, -1, 1, 1, 1.0]), np.array([0, 1, 2, 3, 4, 5.0]))
+    # input 0: rows 0 (w 0, +1), 2 (w 2, -1), 5 (w 5, +1): the site on row 2, its label -1 weighs 2, +1 weighs 5
+    np.testing.assert_array_equal(weights, [[0, 5, 2, 3, 0, 0]])
+    np.testing.assert_array_equal(opposite, [[0, 0, 5, 0, 0, 0]])
+    Y = np.array([[1, 1, -1, 1, -1, -1.0], [-1, -1, 1, -1, 1, -1], [-1, -1, -1, -1, -1, 1]])  # classes a a b a b c
+    weights, opposite = merged_label_weights(X, Y)
+    np.testing.assert_array_equal(weights, [[1, 1, 0, 1, 0, 0], [2, 1, 0, 1, 0, 0], [2, 2, 0, 1, 0, 0]])
+    np.testing.assert_array_equal(opposite, [[2, 1, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0], [1, 0, 0, 0, 0, 0]])
+    weights, opposite = merged_label_weights(X[[0, 1, 3]], Y[:, [0, 1, 3]], np.array([1.0, 2.0, 3.0]))
+    assert opposite is None
+    np.testing.assert_array_equal(weights, np.tile([1.0, 2.0, 3.0], (3, 1)))
+
+
+@pytest.mark.parametrize("y, sample_weight", [([0, 1], [2.0, 3.0]), ([0, 1, 1, 0, 1], None)])
+def test_one_input_with_both_labels_is_one_exact_site(y, sample_weight):
+    """Every row at one input: one latent with one site, on which EP is exact, so ln Q(D) is the 1-D integral
+    INT N(theta; 0, k) Q(+1 | theta)^{w+} Q(-1 | theta)^{w-} dtheta (quadrature), whether the labels come as
+    weighted rows or as repeated ones."""
+    k, C = 2.0, 0.8
+    w = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight)
+    w_plus, w_minus = w[np.asarray(y) == 1].sum(), w[np.asarray(y) == 0].sum()
+    lk = float(log_kappa(C))
+    integrand = lambda t: norm.pdf(t, 0, np.sqrt(k)) * np.exp(  # noqa: E731
+        (w_plus + w_minus) * lk - C * (w_plus * max(0.0, 1.0 - t) + w_minus * max(0.0, 1.0 + t)))
+    z = sum(integrate.quad(integrand, a, b, epsrel=1e-12)[0] for a, b in [(-np.inf, -1), (-1, 1), (1, np.inf)])
+    with _quiet():
+        evidence = log_evidence(np.zeros((len(y), 1)), y, C=C, kernel=RBF(amplitude=k, offset=0.0),
+                                sample_weight=sample_weight)
+    np.testing.assert_allclose(evidence.naive, np.log(z), rtol=0, atol=1e-8)
 
 
 def test_weighted_map_svm_solves_the_weighted_dual(data):

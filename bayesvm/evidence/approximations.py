@@ -63,6 +63,7 @@ from ..normalization.annealing import (
 from ..normalization.budget import EvidenceBudget, budgeted_log_normalization, prior_basis, widened
 from ..inference.ep import EP_LOOPS, FULL_TOLERANCE, converged_ep, ep_log_z_batch
 from ..inference.ep_gradient import EPSites, NaiveEvidenceGradient, ep_naive_evidences_and_gradient
+from ..inference.ep_loop import merged_label_weights
 from ..inference.ep_low_rank import low_rank_naive_evidences_and_gradient
 from ..kernels import Kernel
 from ..normalization.low_rank import LowRankNormalizationPath
@@ -103,7 +104,9 @@ class Cells(NamedTuple):
       (:func:`bayesvm._linalg.distinct_rows`), which ln N(D) over the training inputs collapses onto; None: every
       input distinct, of weight 1;
     weights: (M,) the inputs' weights, each label term to that power (theory: "Weights and repeated rows"); None:
-      every weight 1.
+      every weight 1;
+    group: (M,) which distinct input each of the M is (equal numbers, equal inputs: one latent, so EP gives them
+      one label site, :func:`bayesvm.inference.ep_loop.merged_label_weights`); None: every input distinct.
     """
 
     base: np.ndarray
@@ -114,9 +117,10 @@ class Cells(NamedTuple):
     n: int | None = None
     rows: tuple[np.ndarray, np.ndarray] | None = None
     weights: np.ndarray | None = None
+    group: np.ndarray | None = None
 
     @classmethod
-    def at(cls, base, offset_ratio, amplitude, C, y=None, n=None, rows=None, weights=None) -> "Cells":
+    def at(cls, base, offset_ratio, amplitude, C, y=None, n=None, rows=None, weights=None, group=None) -> "Cells":
         """Cells with the per-cell values as float64 arrays broadcast to one length."""
         amplitude, C = np.broadcast_arrays(np.atleast_1d(np.asarray(amplitude, dtype=np.float64)),
                                            np.atleast_1d(np.asarray(C, dtype=np.float64)))
@@ -124,11 +128,19 @@ class Cells(NamedTuple):
         n = base.shape[0] if n is None else int(n)
         return cls(base, float(offset_ratio), amplitude.copy(), C.copy(),
                    None if y is None else np.asarray(y, dtype=np.float64), n, rows,
-                   None if weights is None else np.asarray(weights, dtype=np.float64))
+                   None if weights is None else np.asarray(weights, dtype=np.float64), group)
 
     @property
     def size(self) -> int:
         return int(self.C.size)
+
+    @property
+    def label_weights(self) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """(weights, opposite) of the label sites of ``y``, the rows of one input merged into one site
+        (:func:`bayesvm.inference.ep_loop.merged_label_weights`)."""
+        group = np.arange(self.y.size) if self.group is None else self.group
+        weights, opposite = merged_label_weights(group[:, None], self.y, self.weights)
+        return weights[0], None if opposite is None else opposite[0]
 
     @property
     def unit_prior(self) -> np.ndarray:
@@ -173,17 +185,19 @@ def _ep_estimate(cells: Cells, sites: str, tol: float, log_z_tol: float) -> Esti
     converged; cells whose loop has not converged run again with each slower loop of ``EP_LOOPS`` in turn. One cell
     of ln Q(D) runs :func:`converged_ep`, whose result (``diagnostics["ep"]``) also serves the posterior there."""
     if sites == "labels" and cells.size == 1:
-        result = converged_ep(cells.prior(0), cells.y, float(cells.C[0]), weights=cells.weights, tol=tol,
-                              log_z_tol=log_z_tol)
+        weights, opposite = cells.label_weights
+        result = converged_ep(cells.prior(0), cells.y, float(cells.C[0]), weights=weights, opposite=opposite,
+                              tol=tol, log_z_tol=log_z_tol)
         diagnostics = {"n_iter": np.array([int(result.n_iter)]), "ep": jax.tree_util.tree_map(lambda v: np.asarray(v)[None], result)}
         return Estimate(np.array([float(result.log_z)]), np.zeros(1), np.array([bool(result.converged)]), diagnostics)
     base = cells.unit_prior
     y = cells.y if sites == "labels" else None
+    weights, opposite = cells.label_weights if y is not None else (None, None)
     log_z, converged = np.full(cells.size, np.nan), np.zeros(cells.size, bool)
     n_iter = np.zeros(cells.size, int)
     todo = np.arange(cells.size)
     for damping, max_iter in EP_LOOPS:
-        out = _in_batches(lambda a, c: ep_log_z_batch(base, a, c, y, weights=cells.weights if y is not None else None,
+        out = _in_batches(lambda a, c: ep_log_z_batch(base, a, c, y, weights=weights, opposite=opposite,
                                                       sites=sites, damping=damping, max_iter=max_iter, tol=tol,
                                                       log_z_tol=log_z_tol),
                           cells.amplitude[todo], cells.C[todo], batch_size=min(_BATCH, cells.size))
@@ -219,11 +233,12 @@ class EPNaive:
         loop = {"tol": self.tol, "log_z_tol": self.log_z_tol}
 
         def naive(x, Y, sites: EPSites, damping: float, max_iter: int) -> NaiveEvidenceGradient:
+            # one label site per distinct input
+            site_weights, opposite = merged_label_weights(X, Y, weights)
+            labels = {"weights": site_weights, "opposite": opposite, "damping": damping, "max_iter": max_iter}
             if inducing is None:
-                return ep_naive_evidences_and_gradient(x, X, Y, template, sites, weights=weights, damping=damping,
-                                                       max_iter=max_iter, **loop)
-            return low_rank_naive_evidences_and_gradient(x, X, inducing, Y, template, sites, weights=weights,
-                                                         damping=damping, max_iter=max_iter, **loop)
+                return ep_naive_evidences_and_gradient(x, X, Y, template, sites, **labels, **loop)
+            return low_rank_naive_evidences_and_gradient(x, X, inducing, Y, template, sites, **labels, **loop)
 
         return naive
 

@@ -152,8 +152,9 @@ def point_cells(X, kernel: Kernel, C: float, y=None, n: int | None = None, weigh
     X = np.asarray(X, dtype=np.float64)
     base = gram_matrix(kernel.replace(amplitude=1.0, offset=0.0), X)
     amplitude = float(kernel.amplitude)
+    _, group = np.unique(X, axis=0, return_inverse=True)
     return Cells.at(base, float(kernel.offset) / amplitude, amplitude, C, y=y, n=n, rows=distinct_rows(X, weights),
-                    weights=weights)
+                    weights=weights, group=group.ravel())
 
 
 def _naive_estimate(cells: Cells, approximation: str, determinant: str, random_state, stacklevel: int) -> Estimate:

@@ -92,28 +92,28 @@ class LabelEP(NamedTuple):
 
 
 def label_penalty_derivative(post: GaussianPosterior, tau: Array, shift: Array, y: Array, C,
-                             weights: Array | float = 1.0) -> Array:
+                             weights: Array | float = 1.0, opposite: Array | None = None) -> Array:
     """d/dC of sum_i ln Z_i(m_i, v_i; C), the label sites' tilted normalisers at the fixed cavities (m_i, v_i) of
     the posterior ``post`` with sites (tau, shift); ``weights``: each site's weight w_i (0 at padding, which then
-    adds nothing)."""
+    adds nothing); ``opposite``: the other label's weight o_i at the site (None: none carries both labels)."""
     cav = cavity(post, tau, shift)
     cav_var = 1.0 / cav.precision
 
     def log_z_sites(c):
-        log_z = label_tilted_moments(cav.shift * cav_var, cav_var, c, y, weights).log_z
+        log_z = label_tilted_moments(cav.shift * cav_var, cav_var, c, y, weights, opposite).log_z
         return jnp.sum(jnp.where(weights > 0, log_z, 0.0))
 
     return jax.grad(log_z_sites)(C)
 
 
 @jit
-def _padded_label_run(K, y, weights, C, sites, damping, max_iter, tol, log_z_tol) -> LabelEP:
+def _padded_label_run(K, y, weights, opposite, C, sites, damping, max_iter, tol, log_z_tol) -> LabelEP:
     """EP with label sites on the padded prior K from the sites (precision, shift) (zeros: a cold start), with its
     predictor and the derivatives of :class:`LabelEP`: the one program behind ln Q(D) by EP on the full prior, for
     the search (warm sites, loose tolerances, the derivatives), the checks at its answer and the posterior (cold
     sites, tight tolerances, the predictor). The derivatives cost one more solve with B's factor; sharing the
     program saves a compilation per padded size (documentation: speed)."""
-    moments = flat_at_padding(label_sites(y, C, weights), weights > 0)
+    moments = flat_at_padding(label_sites(y, C, weights, opposite), weights > 0)
     state = ep_loop_gram(K, moments, False, damping, max_iter, tol, log_z_tol, sites)
     tau, shift, post = state.site_precision, state.site_shift, state.posterior
     sqrt_pos, chol, _ = positive_part(K, tau)
@@ -122,18 +122,22 @@ def _padded_label_run(K, y, weights, C, sites, damping, max_iter, tol, log_z_tol
     predictor = EPPredictor(alpha, chol, sqrt_pos, jnp.zeros((0, K.shape[0]), dtype=K.dtype))
     result = EPResult(state.log_z, post.mean, post.variance, tau, shift, state.converged, state.n_iter, predictor)
     return LabelEP(result, 0.5 * (jnp.outer(alpha, alpha) - R),
-                   label_penalty_derivative(post, tau, shift, y, C, weights))
+                   label_penalty_derivative(post, tau, shift, y, C, weights, opposite))
 
 
-def padded_label_run(K, y, weights, C, sites, damping, max_iter, tol, log_z_tol) -> LabelEP:
+def padded_label_run(K, y, weights, C, sites, damping, max_iter, tol, log_z_tol, opposite=None) -> LabelEP:
     """:func:`_padded_label_run` on a problem already padded to its static size (``weights``: each data entry's
-    weight, 0 at the padding (:func:`bayesvm._linalg.pad_weights`); ``sites`` (precision, shift) of that size), its
-    arguments with fixed types (:func:`_fixed_types`): every caller, whichever Python, NumPy or JAX values it holds,
-    shares one compiled program."""
+    weight, 0 at the padding (:func:`bayesvm._linalg.pad_weights`); ``opposite``: the other label's weight at each
+    entry, padded with 0, or None where no entry carries both labels (:func:`bayesvm.inference.ep_loop.merged_label_weights`);
+    ``sites`` (precision, shift) of that size), its arguments with fixed types (:func:`_fixed_types`): every
+    caller, whichever Python, NumPy or JAX values it holds, shares one compiled program (one more where some entry
+    carries both labels)."""
     y, weights, precision, shift = (_linalg._array_module(v).asarray(v, dtype=np.float64)
                                     for v in (y, weights, *sites))
+    if opposite is not None:
+        opposite = _linalg._array_module(opposite).asarray(opposite, dtype=np.float64)
     C, damping, max_iter, tol, log_z_tol = _fixed_types(C, damping, max_iter, tol, log_z_tol)
-    return _padded_label_run(K, y, weights, C, (precision, shift), damping, max_iter, tol, log_z_tol)
+    return _padded_label_run(K, y, weights, opposite, C, (precision, shift), damping, max_iter, tol, log_z_tol)
 
 
 def _fixed_types(C, damping, max_iter, tol, log_z_tol) -> tuple:
@@ -166,7 +170,8 @@ def _trimmed(result: EPResult, n: int) -> EPResult:
     )
 
 
-def _run_padded(K: Array, y: Array | None, weights, C, sites: str, damping, max_iter, tol, log_z_tol) -> EPResult:
+def _run_padded(K: Array, y: Array | None, weights, opposite, C, sites: str, damping, max_iter, tol,
+                log_z_tol) -> EPResult:
     """EP from cold sites on the problem padded to :func:`bayesvm._linalg.problem_size` (n) with flat sites, trimmed
     to n.
 
@@ -180,7 +185,8 @@ def _run_padded(K: Array, y: Array | None, weights, C, sites: str, damping, max_
     if sites == "labels":
         zeros = np.zeros(size)
         result = padded_label_run(K, _linalg.pad_labels(y, size), _linalg.pad_weights(weights, n, size), C,
-                                  (zeros, zeros), damping, max_iter, tol, log_z_tol).result
+                                  (zeros, zeros), damping, max_iter, tol, log_z_tol,
+                                  None if opposite is None else _linalg.pad_weights(opposite, n, size)).result
     else:
         result = _padded_nu_run(K, mask, *_fixed_types(C, damping, max_iter, tol, log_z_tol))
     return _trimmed(result, n)
@@ -188,14 +194,16 @@ def _run_padded(K: Array, y: Array | None, weights, C, sites: str, damping, max_
 
 @float64
 def ep_log_evidence(
-    K: Array, y: Array, C: Array | float, *, weights=None, damping=0.5, max_iter=200, tol=FULL_TOLERANCE,
-    log_z_tol=0.0
+    K: Array, y: Array, C: Array | float, *, weights=None, opposite=None, damping=0.5, max_iter=200,
+    tol=FULL_TOLERANCE, log_z_tol=0.0
 ) -> EPResult:
     """EP for the naive evidence ln Q(D) = sum_i w_i ln kappa(C) + ln INT N(theta; 0, K) exp(-C sum_i w_i l(y_i theta_i)).
 
     K: (n, n) Gram matrix of the training inputs; y: (n,) labels in {-1, +1};
     C > 0; weights: (n,) positive weights w_i of the rows (None: every w_i = 1; theory: "Weights and repeated
-    rows"). ``result.log_z`` is the EP estimate of ln Q(D). damping is the
+    rows"); opposite: (n,) the weight o_i of the other label on row i's latent, whose term
+    o_i (ln kappa(C) - C l(-y_i theta_i)) joins row i's site (None: no row carries both labels;
+    :func:`bayesvm.inference.ep_loop.merged_label_weights` merges rows of equal input so). ``result.log_z`` is the EP estimate of ln Q(D). damping is the
     fraction of the old site parameters kept at each parallel update; tol and
     log_z_tol the two convergence tests of :func:`bayesvm.inference.ep_loop.run_ep`. ``log_z_tol = 0``
     (the default) switches the second off: the posterior moments are then
@@ -207,18 +215,20 @@ def ep_log_evidence(
     """
     xp = _linalg._array_module(K, y)  # NumPy on the host: _run_padded pads it there
     K = xp.asarray(K, dtype=np.float64)
-    return _run_padded(K, xp.asarray(y, dtype=K.dtype), weights, C, "labels", damping, max_iter, tol, log_z_tol)
+    return _run_padded(K, xp.asarray(y, dtype=K.dtype), weights, opposite, C, "labels", damping, max_iter, tol,
+                       log_z_tol)
 
 
 @float64
-def converged_ep(K, y, C: float, *, weights=None, tol: float = FULL_TOLERANCE, log_z_tol: float = 0.0) -> EPResult:
+def converged_ep(K, y, C: float, *, weights=None, opposite=None, tol: float = FULL_TOLERANCE,
+                 log_z_tol: float = 0.0) -> EPResult:
     """EP for ln Q(D) with its predictor (:func:`bayesvm.inference.ep.ep_log_evidence`), each slower loop of
     ``EP_LOOPS`` in turn, from cold sites, until one converges: that loop's run (the last one where none does),
     with ``n_iter`` the sweeps of every loop tried."""
     sweeps = 0
     for damping, max_iter in EP_LOOPS:
-        result = ep_log_evidence(K, y, C, weights=weights, damping=damping, max_iter=max_iter, tol=tol,
-                                 log_z_tol=log_z_tol)
+        result = ep_log_evidence(K, y, C, weights=weights, opposite=opposite, damping=damping, max_iter=max_iter,
+                                 tol=tol, log_z_tol=log_z_tol)
         sweeps += int(result.n_iter)
         if bool(result.converged):
             break
@@ -236,7 +246,7 @@ def ep_log_normalization(
     Options and compilation as in :func:`ep_log_evidence`.
     """
     K = jnp.asarray(K, dtype=jnp.float64)
-    return _run_padded(K, None, None, C, "nu", damping, max_iter, tol, log_z_tol)
+    return _run_padded(K, None, None, None, C, "nu", damping, max_iter, tol, log_z_tol)
 
 
 
@@ -250,12 +260,12 @@ class EPBatch(NamedTuple):
 
 @float64
 def ep_log_z_batch(
-    base: Array, scales: Array, C: Array, y: Array | None = None, *, weights=None, sites: str = "labels",
-    damping=0.5, max_iter=200, tol=1e-4, log_z_tol=1e-3,
+    base: Array, scales: Array, C: Array, y: Array | None = None, *, weights=None, opposite=None,
+    sites: str = "labels", damping=0.5, max_iter=200, tol=1e-4, log_z_tol=1e-3,
 ) -> EPBatch:
     """ln Z by EP at the priors N(0, scales[t] * base) with site parameter C[t], for every t.
 
-    ``sites="labels"``: ln Q(D) as :func:`ep_log_evidence` (needs ``y``; ``weights`` as there);
+    ``sites="labels"``: ln Q(D) as :func:`ep_log_evidence` (needs ``y``; ``weights`` and ``opposite`` as there);
     ``sites="nu"``: ln E[prod_i nu(theta_i)] as :func:`ep_log_normalization`.
     Only ln Z is formed (no predictor), and the runs stop once it changes by
     less than ``log_z_tol`` nats an iteration (three in a row). EP converges
@@ -274,18 +284,20 @@ def ep_log_z_batch(
     n = base.shape[-1]
     size = _linalg.problem_size(n)
     y = None if y is None else _linalg.pad_vector(jnp.asarray(y, dtype=base.dtype), size)
+    opposite = None if opposite is None else _linalg.pad_weights(opposite, n, size)
     return _padded_batch(_linalg.pad_gram(base, size), scales, C, y, _linalg.pad_weights(weights, n, size),
-                         damping, max_iter, tol, log_z_tol, sites=sites)
+                         opposite, damping, max_iter, tol, log_z_tol, sites=sites)
 
 
 @jit(static_argnames=("sites",))
-def _padded_batch(base, scales, C, y, weights, damping, max_iter, tol, log_z_tol, *, sites: str) -> EPBatch:
+def _padded_batch(base, scales, C, y, weights, opposite, damping, max_iter, tol, log_z_tol, *,
+                  sites: str) -> EPBatch:
     mask = weights > 0
 
     def run(point):
         scale, c = point
         K = _linalg.unit_padding(scale * base, mask)  # the padding stays at unit variance whatever the scale
-        moments = flat_at_padding(site_family(sites, y, c, weights), mask)
+        moments = flat_at_padding(site_family(sites, y, c, weights, opposite), mask)
         state = ep_loop_gram(K, moments, sites == "nu", damping, max_iter, tol, log_z_tol)
         return EPBatch(state.log_z, state.converged, state.n_iter)
 

@@ -83,15 +83,15 @@ class NaiveEvidenceGradient(NamedTuple):
 
 
 def tilted_gradient(post: GaussianPosterior, tau: Array, shift: Array, y: Array, x: Array,
-                    weights: Array | float = 1.0) -> Array:
+                    weights: Array | float = 1.0, opposite: Array | None = None) -> Array:
     """d/dx of sum_i ln Z_i(m_i, v_i; C) at the fixed cavities (m_i, v_i): only x_0 = ln C moves it
     (:func:`bayesvm.inference.ep.label_penalty_derivative` times dC/dx_0 = C).
 
     x: the search coordinates (any length); ``weights``: each site's weight (0 at padding entries, which then add
-    nothing).
+    nothing); ``opposite``: the other label's weight at each site (None: no site carries both labels).
     """
     C = penalty_at(x)
-    return jnp.zeros_like(x).at[0].set(label_penalty_derivative(post, tau, shift, y, C, weights) * C)
+    return jnp.zeros_like(x).at[0].set(label_penalty_derivative(post, tau, shift, y, C, weights, opposite) * C)
 
 
 @float64
@@ -131,6 +131,7 @@ def ep_naive_evidences_and_gradient(
     sites: EPSites,
     *,
     weights=None,
+    opposite=None,
     damping: float = 0.5,
     max_iter: int = 200,
     tol: float = 1e-6,
@@ -138,7 +139,9 @@ def ep_naive_evidences_and_gradient(
 ) -> NaiveEvidenceGradient:
     """EP's ln Q(D_c) of k binary problems on the same inputs, and the gradient of their sum sum_c ln Q(D_c).
 
-    Y: (k, n) labels in {-1, +1}; weights: (n,) the rows' weights (None: all 1), shared by the problems; sites:
+    Y: (k, n) labels in {-1, +1}; weights: (n,) the rows' weights (None: all 1), shared by the problems, or (k, n)
+    one row per problem; opposite: None, or (k, n) each site's weight of the other label
+    (:func:`bayesvm.inference.ep_loop.merged_label_weights`, which gives both (k, n) arrays); sites:
     their warm starts as (k, n) arrays (:func:`batched_sites`). K(x) is
     built once; each problem runs EP on it from its sites (:func:`bayesvm.inference.ep.padded_label_run`, one
     after the other), and the runs' summed d ln Z / dK is carried to the coordinates by one vector-Jacobian
@@ -154,15 +157,18 @@ def ep_naive_evidences_and_gradient(
     n = X.shape[0]
     size = _linalg.problem_size(n)
     mask = _linalg.padding_mask(n, size)
-    padded_weights = _linalg.pad_weights(weights, n, size)
+    Y = np.asarray(Y, dtype=np.float64)
+    per_problem = np.ones(Y.shape) if weights is None else np.broadcast_to(weights, Y.shape)
+    weights = [_linalg.pad_weights(w, n, size) for w in per_problem]
+    opposite = [None] * Y.shape[0] if opposite is None else [_linalg.pad_weights(o, n, size) for o in opposite]
     X = _linalg.pad_rows(X, size)
     K = _padded_gram(x, X, mask, template)
     C = float(np.exp(x[0]))
-    runs = [padded_label_run(K, _linalg.pad_labels(np.asarray(y, dtype=np.float64), size), padded_weights, C,
+    runs = [padded_label_run(K, _linalg.pad_labels(y, size), w, C,
                              (_linalg.pad_vector(np.asarray(p, dtype=np.float64), size),
                               _linalg.pad_vector(np.asarray(h, dtype=np.float64), size)),
-                             damping, max_iter, tol, log_z_tol)
-            for y, p, h in zip(np.asarray(Y, dtype=np.float64), sites.precision, sites.shift)]
+                             damping, max_iter, tol, log_z_tol, o)
+            for y, w, o, p, h in zip(Y, weights, opposite, sites.precision, sites.shift)]
     # the derivatives summed over the problems (on the host: no program for a sum), carried to the coordinates by
     # one vector-Jacobian product (linear in its cotangent)
     cotangent = sum(np.asarray(run.gram_cotangent) for run in runs)

@@ -49,6 +49,7 @@ from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .._precision import float64
 from .ep_posterior import EPPredictor, GaussianPosterior, posterior_from_sites, predictor_from_sites
@@ -66,6 +67,7 @@ __all__ = [
     "ep_loop_gram",
     "run_ep",
     "label_sites",
+    "merged_label_weights",
     "nu_sites",
     "flat_at_padding",
     "shifted_sites",
@@ -315,13 +317,46 @@ def run_ep(
 # ---------------------------------------------------------------------------
 
 
-def label_sites(y: Array, C, weights: Array | float = 1.0) -> SiteMoments:
-    """The label sites Q(y_i | theta_i)^{w_i} (:func:`bayesvm.inference.tilted.label_tilted_moments`)."""
+def label_sites(y: Array, C, weights: Array | float = 1.0, opposite: Array | None = None) -> SiteMoments:
+    """The label sites Q(y_i | theta_i)^{w_i} Q(-y_i | theta_i)^{o_i} (:func:`bayesvm.inference.tilted.label_tilted_moments`;
+    ``opposite`` o_i: None where no site carries both labels, :func:`merged_label_weights`)."""
 
     def moments(mean, variance):
-        return label_tilted_moments(mean, variance, C, y, weights)
+        return label_tilted_moments(mean, variance, C, y, weights, opposite)
 
     return moments
+
+
+def merged_label_weights(X, Y, weights=None) -> tuple[np.ndarray, np.ndarray | None]:
+    """The label sites' weights of k binary problems with the rows of each distinct input merged into one site.
+
+    Rows with equal inputs share one latent theta, so their likelihood terms are one factor of it: EP with one site
+    per input approximates that factor as a whole, while one site per row would be another, coarser approximation
+    (theory: "Weights and repeated rows"). X: (n, d) inputs; Y: (k, n) or (n,) labels in {-1, +1}; weights: (n,)
+    row weights (None: 1 each). Returns ``(weights, opposite)``, (k, n) arrays: at the first row of positive weight
+    of each input, the summed weight of its rows with that row's label (``weights``) and with the other label
+    (``opposite``; None where no input of any problem has both); 0 (a flat site) at the input's other rows. Where
+    every input is distinct, ``weights`` is the row weights for each problem.
+    """
+    X = np.asarray(X)
+    n = X.shape[0]
+    Y = np.atleast_2d(np.asarray(Y, dtype=np.float64))
+    w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
+    _, group = np.unique(X.reshape(n, -1), axis=0, return_inverse=True)
+    group = group.ravel()
+    if group.max(initial=-1) + 1 == n:
+        return np.broadcast_to(w, Y.shape).copy(), None
+    # each input's site sits on its first row of positive weight (on its first row where none has)
+    order = np.lexsort((np.arange(n), w <= 0, group))
+    site = np.empty(group.max() + 1, dtype=np.int64)
+    site[group[order[::-1]]] = order[::-1]
+    is_site = np.zeros(n, dtype=bool)
+    is_site[site] = True
+    same = Y == Y[:, site[group]]
+    totals = [np.stack([np.bincount(group, weights=w * s, minlength=site.size)[group] * is_site for s in label])
+              for label in (same, ~same)]
+    own, opposite = totals
+    return own, (opposite if np.any(opposite > 0) else None)
 
 
 def nu_sites(C) -> SiteMoments:
@@ -363,9 +398,10 @@ def shifted_sites(moments: SiteMoments, shift: Array) -> SiteMoments:
     return at
 
 
-def site_family(sites: str, y: Array | None, C, weights: Array | float = 1.0) -> SiteMoments:
+def site_family(sites: str, y: Array | None, C, weights: Array | float = 1.0,
+                opposite: Array | None = None) -> SiteMoments:
     if sites == "labels":
-        return label_sites(y, C, weights)
+        return label_sites(y, C, weights, opposite)
     if sites == "nu":
         return nu_sites(C)
     raise ValueError(f"sites must be one of {SITE_FAMILIES}; got {sites!r}")

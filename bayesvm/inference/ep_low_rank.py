@@ -189,6 +189,7 @@ def low_rank_naive_evidences_and_gradient(
     sites: EPSites,
     *,
     weights=None,
+    opposite=None,
     kind: str = "fitc",
     damping: float = 0.5,
     max_iter: int = 200,
@@ -196,57 +197,62 @@ def low_rank_naive_evidences_and_gradient(
     log_z_tol: float = 1e-7,
 ) -> NaiveEvidenceGradient:
     """:func:`low_rank_naive_evidence_and_gradient` for k binary problems on the same inputs (Y (k, n), sites as
-    (k, n) arrays): the low-rank prior is built once and its vector-Jacobian product applied once, to the summed
+    (k, n) arrays; ``weights`` (n,) or (k, n) and ``opposite`` None or (k, n), as
+    :func:`bayesvm.inference.ep_gradient.ep_naive_evidences_and_gradient` takes them): the low-rank prior is built once and its vector-Jacobian product applied once, to the summed
     cotangent; the problems run one after the other. Per-problem fields and the gradient of the summed ln Q(D),
     as :func:`bayesvm.inference.ep_gradient.ep_naive_evidences_and_gradient`.
 
     One compiled program per input shapes and ``kind``: the inputs enter as float64 and EP's loop options as
     arguments of fixed types, so that callers passing other options (the search, the posterior) or other dtypes
     share it."""
-    weights = np.ones(np.shape(X)[0]) if weights is None else weights
+    weights = np.broadcast_to(1.0 if weights is None else weights, np.shape(Y))
     x, X, Z, Y, weights, precision, shift = (as_float64(a) for a in (x, X, Z, Y, weights, *sites))
+    opposite = None if opposite is None else as_float64(opposite)
     loop = (as_float64(damping), as_int64(max_iter), as_float64(tol), as_float64(log_z_tol))
-    return _low_rank_naive_evidences_and_gradient(x, X, Z, Y, weights, template, EPSites(precision, shift), *loop,
-                                                  kind=kind)
+    return _low_rank_naive_evidences_and_gradient(x, X, Z, Y, weights, opposite, template,
+                                                  EPSites(precision, shift), *loop, kind=kind)
 
 
 @jit(static_argnames=("kind",))
-def _low_rank_naive_evidences_and_gradient(x: Array, X: Array, Z: Array, Y: Array, weights: Array, template: Kernel,
-                                           sites: EPSites, damping: Array, max_iter: Array, tol: Array,
-                                           log_z_tol: Array, *, kind: str) -> NaiveEvidenceGradient:
+def _low_rank_naive_evidences_and_gradient(x: Array, X: Array, Z: Array, Y: Array, weights: Array,
+                                           opposite: Array | None, template: Kernel, sites: EPSites,
+                                           damping: Array, max_iter: Array, tol: Array, log_z_tol: Array, *,
+                                           kind: str) -> NaiveEvidenceGradient:
     """The compiled body of :func:`low_rank_naive_evidences_and_gradient` (every argument but ``kind`` traced)."""
     prior, prior_vjp = jax.vjp(lambda x: low_rank_prior_at(x, X, Z, template, kind), x)
     C = penalty_at(x)
     posterior = partial(low_rank_posterior, prior)
 
-    def solve(y, start):
-        state = ep_loop(posterior, prior_variances(prior), label_sites(y, C, weights), False, damping, max_iter,
+    def solve(labels, start):
+        y, w, o = labels
+        state = ep_loop(posterior, prior_variances(prior), label_sites(y, C, w, o), False, damping, max_iter,
                         tol, log_z_tol, start)
         tau, shift, post = state.site_precision, state.site_shift, state.posterior
-        return state, jax.grad(_gaussian_log_z)(prior, tau, shift), tilted_gradient(post, tau, shift, y, x, weights)
+        return state, jax.grad(_gaussian_log_z)(prior, tau, shift), tilted_gradient(post, tau, shift, y, x, w, o)
 
-    return _summed_over_problems(prior, prior_vjp, x, Y, sites, solve, extra_factorizations=3)
+    return _summed_over_problems(prior, prior_vjp, x, (Y, weights, opposite), sites, solve, extra_factorizations=3)
 
 
-def _summed_over_problems(prior, prior_vjp, x: Array, Y: Array, sites: EPSites, solve,
+def _summed_over_problems(prior, prior_vjp, x: Array, labels, sites: EPSites, solve,
                          extra_factorizations: int) -> NaiveEvidenceGradient:
     """Run EP on each of k problems one after the other (a scan) and apply the prior's vector-Jacobian product once.
 
-    prior: the low-rank prior's parameters at x, ``prior_vjp`` the VJP of x -> prior;
-    ``solve(y, (precision, shift))`` -> (EP's final state, d ln Z_Gauss / d prior, the tilted part of the
+    prior: the low-rank prior's parameters at x, ``prior_vjp`` the VJP of x -> prior; ``labels``: the problems'
+    (Y, weights, opposite), (k, n) arrays (opposite may be None);
+    ``solve((y, w, o), (precision, shift))`` -> (EP's final state, d ln Z_Gauss / d prior, the tilted part of the
     gradient) for one problem's labels from its warm sites. Returns the per-problem values, sites, convergence and
     sweeps, with ``extra_factorizations`` per problem beyond its sweeps, and the gradient of the summed ln Q(D).
     """
 
     def problem(summed, inputs):
-        y, precision, shift = inputs
-        state, prior_cotangent, tilted = solve(y, (precision, shift))
+        labels, precision, shift = inputs
+        state, prior_cotangent, tilted = solve(labels, (precision, shift))
         summed = (jax.tree_util.tree_map(jnp.add, summed[0], prior_cotangent), summed[1] + tilted)
         return summed, (state.log_z, EPSites(state.site_precision, state.site_shift), state.converged, state.n_iter)
 
     zero = (jax.tree_util.tree_map(jnp.zeros_like, prior), jnp.zeros_like(x))
     (cotangent, tilted), (log_z, new_sites, converged, n_iter) = jax.lax.scan(
-        problem, zero, (Y, sites.precision, sites.shift))
+        problem, zero, (labels, sites.precision, sites.shift))
     (grad_prior,) = prior_vjp(cotangent)
     return NaiveEvidenceGradient(value=log_z, gradient=grad_prior + tilted, sites=new_sites, converged=converged,
                                  n_iter=n_iter, n_factorizations=n_iter + extra_factorizations)

@@ -188,17 +188,102 @@ def hinge_tilted_moments(mean: Array, variance: Array, C: Array | float, sign: A
     return TiltedMoments(log_z, sign * mean_u, var_u)
 
 
+def _exponential_tail(mean: Array, variance: Array, sigma: Array, slope: Array, cut: Array) -> TiltedMoments:
+    """ln INT_{u >= cut} N(u; mean, variance) e^{slope u} du, with the mean and variance of the normalised integrand.
+
+    The integrand is e^{slope mean + slope^2 variance / 2} times N(u; mean + slope variance, variance), cut at
+    ``cut``; with beta = (cut - mean) / sigma and alpha = beta - slope sigma (the cut in the shifted Gaussian's
+    standard units), ln Z = slope cut - beta^2 / 2 - ln sqrt(2 pi) + ln R(alpha) for alpha >= 0 (R the Mills ratio:
+    no overflow of the exponent far in the tail) and slope mean + slope^2 variance / 2 + ln Phi(-alpha) below; the
+    moments are those of the truncated shifted Gaussian (:func:`standard_tail_moments`).
+    """
+    beta = (cut - mean) / sigma
+    alpha = beta - slope * sigma
+    log_mills = _log_mills_ratio_abs(alpha)
+    log_z = jnp.where(alpha >= 0.0,
+                      slope * cut - 0.5 * beta * beta - _HALF_LOG_2PI + log_mills,
+                      slope * (mean + 0.5 * slope * variance) + _log_upper_tail_from(alpha, log_mills))
+    shift, scaled_variance = standard_tail_moments(alpha)
+    return TiltedMoments(log_z, cut + sigma * shift, variance * scaled_variance)
+
+
+def _mirrored(moments: TiltedMoments) -> TiltedMoments:
+    """The moments of -u from those of u."""
+    return moments._replace(mean=-moments.mean)
+
+
+def _interval_piece(mean: Array, variance: Array, sigma: Array, slope: Array) -> TiltedMoments:
+    """ln INT_{-1 <= u < 1} N(u; mean, variance) e^{slope u} du and the normalised integrand's moments.
+
+    The interval is the difference of two tails T1 - T2 taken on the side away from the shifted Gaussian's mean
+    (upper tails from -1 and from 1 when it is <= 0, lower tails from 1 and from -1 above), so that
+    r = Z_2 / Z_1 < 1 is small unless the interval is narrow next to sigma. With (mu_k, v_k) the tails' moments:
+      ln Z = ln Z_1 + ln(1 - r),
+      mean = mu_1 + r (mu_1 - mu_2) / (1 - r),
+      var = v_1 + r (v_1 - v_2) / (1 - r) - r (mu_1 - mu_2)^2 / (1 - r)^2
+    (the moments of the signed mixture (T1 - r T2) / (1 - r)).
+    """
+    upper = mean + slope * variance <= 0.0
+    first = jax.tree_util.tree_map(
+        lambda a, b: jnp.where(upper, a, b),
+        _exponential_tail(mean, variance, sigma, slope, -1.0),
+        _mirrored(_exponential_tail(-mean, variance, sigma, -slope, -1.0)))
+    second = jax.tree_util.tree_map(
+        lambda a, b: jnp.where(upper, a, b),
+        _exponential_tail(mean, variance, sigma, slope, 1.0),
+        _mirrored(_exponential_tail(-mean, variance, sigma, -slope, 1.0)))
+    r = jnp.exp(second.log_z - first.log_z)
+    odds = r / (1.0 - r)
+    gap = first.mean - second.mean
+    return TiltedMoments(first.log_z + jnp.log1p(-r),
+                         first.mean + odds * gap,
+                         first.variance + odds * (first.variance - second.variance) - odds * gap * gap / (1.0 - r))
+
+
+def _two_label_moments(mean: Array, variance: Array, C: Array | float, own: Array | float,
+                       other: Array | float) -> TiltedMoments:
+    """Moments of N(u; mean, variance) exp(-C [w l(u) + o l(-u)]), w = ``own``, o = ``other`` (no kappa).
+
+    The exponent is piecewise linear with kinks at u = -1 and u = 1:
+      u >= 1:       -C o (1 + u),
+      -1 <= u < 1:  -C (w + o) + C (w - o) u,
+      u < -1:       -C w (1 - u),
+    so the tilted distribution is the mixture (weights Z_k / Z) of a Gaussian times an exponential on each piece:
+    the upper tail from 1 and the lower tail from -1 (:func:`_exponential_tail`) and the interval
+    (:func:`_interval_piece`); mean and variance by the law of total variance, which has no cancellation.
+    """
+    mean, variance = _as_float(mean), _as_float(variance)
+    sigma = jnp.sqrt(variance)
+    right = _exponential_tail(mean, variance, sigma, -C * other, 1.0)
+    middle = _interval_piece(mean, variance, sigma, C * (own - other))
+    left = _mirrored(_exponential_tail(-mean, variance, sigma, -C * own, 1.0))
+    log_z = jnp.stack([right.log_z - C * other, middle.log_z - C * (own + other), left.log_z - C * own])
+    total = jax.nn.logsumexp(log_z, axis=0)
+    p = jnp.exp(log_z - total)
+    means = jnp.stack([right.mean, middle.mean, left.mean])
+    mean_t = jnp.sum(p * means, axis=0)
+    variances = jnp.stack([right.variance, middle.variance, left.variance])
+    return TiltedMoments(total, mean_t, jnp.sum(p * (variances + (means - mean_t) ** 2), axis=0))
+
+
 @float64
 def label_tilted_moments(mean: Array, variance: Array, C: Array | float, y: Array | float,
-                         weight: Array | float = 1.0) -> TiltedMoments:
-    """Moments of N(theta; mean, variance) Q(y | theta)^w, Q = kappa(C) exp(-C l(y theta)), w = ``weight`` >= 0.
+                         weight: Array | float = 1.0, opposite: Array | float | None = None) -> TiltedMoments:
+    """Moments of N(theta; mean, variance) Q(y | theta)^w Q(-y | theta)^o, Q = kappa(C) exp(-C l(y theta)),
+    w = ``weight`` >= 0, o = ``opposite`` >= 0.
 
     A weighted label's likelihood term is Q to the power w (theory: "Weights and repeated rows"):
     kappa(C)^w exp(-w C l(y theta)), the hinge site at penalty w C with w ln kappa(C) added to ln Z. An integer
     w is w copies of the label at one input; w = 0 is a flat site (ln Z = 0, the cavity's moments).
+    ``opposite``: the weight of the other label at the same input, whose rows share the latent; one site then
+    carries both labels' terms (a piecewise-linear exponent with three pieces, :func:`_two_label_moments`).
+    None: no input carries both labels (the one-label site of :func:`hinge_tilted_moments`).
     """
-    hinge = hinge_tilted_moments(mean, variance, weight * C, y)
-    return hinge._replace(log_z=hinge.log_z + weight * log_kappa(C))
+    if opposite is None:
+        hinge = hinge_tilted_moments(mean, variance, weight * C, y)
+        return hinge._replace(log_z=hinge.log_z + weight * log_kappa(C))
+    both = _two_label_moments(y * _as_float(mean), variance, C, weight, opposite)
+    return TiltedMoments(both.log_z + (weight + opposite) * log_kappa(C), y * both.mean, both.variance)
 
 
 @float64
