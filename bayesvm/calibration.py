@@ -1,8 +1,8 @@
 """Calibration baselines: maps from SVM decision values f to P(y = +1 | f).
 
 These are the baselines that the Bayesian SVM's own class probabilities are
-compared with (:func:`bayesvm.comparison.compare_calibration`; measured on the
-calibration page of the documentation). Every scaler follows one small protocol:
+compared with (:func:`bayesvm.comparison.compare_calibration`; documentation:
+calibration). Every scaler follows one small protocol:
 
     scaler.fit(scores, y)          # scores: 1-D decision values, y: two labels
     scaler.predict_proba(scores)   # -> 1-D array of P(y = +1), in [0, 1]

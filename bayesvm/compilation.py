@@ -1,8 +1,8 @@
 """How bayesvm's programs are compiled: a cache of compiled programs on disk, and cheaper XLA options on the CPU.
 
 Most of a first fit in a fresh process is JAX compiling the solver, EP and
-the tempered-SMC sampler for the problem's padded size (the documentation's
-page "Speed: the first fit"). Every compiled function of the package is
+the tempered-SMC sampler for the problem's padded size (documentation: speed,
+"A first fit in a fresh process"). Every compiled function of the package is
 declared with :func:`jit`, which is ``jax.jit`` with a cache of compiled
 programs of its own and the compiler options below.
 
@@ -65,11 +65,12 @@ compile with XLA's defaults.
 Programs that a fit runs only a few times (the MAP SVM's solver, EP's
 posterior at the answer, the predictions; ``jit(..., rarely_run=True)``)
 take :data:`RARELY_RUN_COMPILER_OPTIONS` instead, LLVM's level 0: they
-compile about three times faster and run somewhat slower, which a fit pays
-once or twice. So does EP's Gaussian for the second route of a check's ln N(D). The
-programs the search runs at every step (EP with its gradient, the sampler,
-the path's reweighting) keep level 1: at level 0 a warm fit took more than
-twice as long. The rarely run programs take level 0 up to 512 points
+compile faster and run slower, which a fit pays once or twice. So does EP's
+Gaussian for the second route of a check's ln N(D). The programs the search
+runs at every step (EP with its gradient, the sampler, the path's
+reweighting) keep level 1: at level 0 their slower runs would outweigh the
+compilation saved in every warm fit (CHANGELOG.md, 2026-11-29). The rarely
+run programs take level 0 up to 512 points
 (:data:`RARELY_RUN_MAX_ELEMENTS`; the default selects on 250 rows above
 that); on larger problems their slower runs would outweigh the compilation
 saved, so they keep XLA's defaults (documentation: speed).
@@ -503,9 +504,10 @@ def _on_device(tree):
 
     ``jax.jit`` keeps one compiled program per kind of argument as well as per shape and type: a NumPy array and a
     device array (another program's output) of the same shape compile a program each. The package's host-side code
-    passes both where a value comes now from NumPy and now from a program: EP's program took the checks' Gram
-    matrix from NumPy and the search's from the program that builds it, and compiled twice (documentation: speed).
-    The transfer is the one jit makes for a NumPy argument anyway."""
+    passes both where a value comes now from NumPy and now from a program (EP's program takes the checks' Gram
+    matrix from NumPy and the search's from the program that builds it), and each would compile twice
+    (documentation: speed, "A first fit in a fresh process"). The transfer is the one jit makes for a NumPy argument
+    anyway."""
     return jax.tree_util.tree_map(lambda leaf: jax.device_put(leaf) if isinstance(leaf, (np.ndarray, np.generic))
                                   else leaf, tree)
 

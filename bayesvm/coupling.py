@@ -30,12 +30,10 @@ p_1(x), ..., p_k(x) >= 0 with sum 1 (theory: "More than two classes"):
   estimates", KDD 2002), what scikit-learn's ``OneVsRestClassifier`` does.
 
 All three keep the order of the r_c, so the most probable class is the same
-under each. The default was decided by held-out NLL (docs/multiclass.md): on
-10 splits each, the odds coupling was lower than the KL coupling on every
-split of wine (by 0.027 nats on average) and of 10-class digits (by 0.086),
-and higher on iris (by 0.047 +- 0.060, lower on 2 of 10 splits), where it is
-sharper on the one or two misclassified points; the other two stay within
-0.004 nats of each other.
+under each. The default is the coupling with the lower held-out NLL on the
+multiclass benchmark's sets with many well-separated classes; where classes
+overlap, its sharper probabilities cost it on the misclassified points
+(documentation: more than two classes, "Couplings: the shared arm on 10 splits").
 """
 
 from __future__ import annotations

@@ -88,8 +88,8 @@ def low_rank_prior_at(x: Array, X: Array, Z: Array, template: Kernel, kind: str 
 # ---------------------------------------------------------------------------
 
 INDUCING_METHODS = ("kmeans", "pivoted-cholesky")
-#: "kmeans" runs scikit-learn's MiniBatchKMeans above this many rows, full KMeans up to it (at n = 50,000,
-#: d = 90, m = 200 on one core: 0.4 s against 4-5 s, the same trace error on the adult data)
+#: "kmeans" runs scikit-learn's MiniBatchKMeans above this many rows, full KMeans up to it: above it the mini-batch
+#: form is much faster with the same trace error on the adult data (CHANGELOG.md, 2026-12-06)
 MINIBATCH_ABOVE = 20_000
 #: pivoted Cholesky stops updating once every remaining diagonal is below this fraction of the largest one
 PIVOT_TOLERANCE = 1e-12

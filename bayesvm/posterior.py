@@ -66,7 +66,8 @@ APPROXIMATIONS = ("laplace", "ep")
 _HERMITE_NODES, _HERMITE_WEIGHTS = np.polynomial.hermite.hermgauss(64)
 #: EP's site tolerance (:func:`bayesvm.inference.ep_loop.run_ep`'s ``tol``) for a posterior fitted for its predictions
 #: alone, whose ln Q(D) is not reported (every row after a selection on a subsample, :func:`posteriors_at`).
-#: 1e-4: probabilities within 5.1e-6 of the evidence's 1e-8 in half the sweeps (documentation: speed)
+#: 1e-4: probabilities that differ from those at the evidence's 1e-8 by far less than their error bars, in fewer
+#: sweeps (CHANGELOG.md, 2026-11-29)
 PREDICTION_TOLERANCE = 1e-4
 #: below this variance the averages equal the plug-in value to rounding; use it directly
 _MIN_VARIANCE = 1e-24

@@ -73,7 +73,8 @@ def test_regularised_and_raw_determinants_differ_by_the_unit_term():
 
 
 def test_laplace_ranks_settings_like_brute_force_monte_carlo():
-    """DESIGN.md 2d: Laplace is off by an offset of order 1-3 nats but keeps the ranking."""
+    """The Laplace-style ln Q(D) is off by an offset of under 3 nats here but keeps the ranking (theory: "Where the
+    Laplace form breaks")."""
     X, y = _tiny_problem(8)
     settings = [(1.0, RBF(0.1, 1.0, 1.0)), (0.3, RBF(0.3, 1.0, 1.0)), (2.0, RBF(0.3, 0.25, 1.0)), (3.0, RBF(0.3, 1.0, 1.0))]
     laplace = np.array([float(log_naive_evidence(fit_map(X, y, C=C, kernel=k)).value) for C, k in settings])

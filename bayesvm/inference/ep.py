@@ -22,8 +22,8 @@ The hinge site is log-concave, so its Gaussian site precisions are never
 negative; nu is bimodal (maxima at theta = +-1) and gives negative site
 precisions, which the posterior update handles by splitting the sites into
 their positive and negative parts (see :func:`bayesvm.inference.ep_posterior.posterior_from_sites`).
-The derivation and the stabilisation choices are written out on the
-expectation-propagation page of the documentation.
+The derivation and the stabilisation choices are written out in the
+documentation (documentation: expectation propagation).
 
 The loop itself and the site families are in :mod:`bayesvm.inference.ep_loop`
 (damped parallel updates, their convergence tests and why the residual is
@@ -270,12 +270,13 @@ def ep_log_z_batch(
     Only ln Z is formed (no predictor), and the runs stop once it changes by
     less than ``log_z_tol`` nats an iteration (three in a row). EP converges
     linearly, slowly for the nu sites, so that leaves ln Z up to a few 1e-2
-    nats from its fixed point (measured: 0.022 at most on the tests' path):
-    ten times below EP's own error against sampling, and ample for comparing
-    grid cells (the documentation's expectation-propagation page, "Cost"). The runs go one after
-    another on a CPU (each stops at its own iteration count) and vectorised
-    on an accelerator, where the batch runs in parallel. Every run starts
-    from zero sites. Like :func:`ep_log_evidence`, compiled once per padded size.
+    nats from its fixed point: well below EP's own error against sampling, and
+    ample for comparing grid cells (documentation: expectation propagation,
+    "The posterior from the sites, including negative precisions" and "On the
+    selection grid"). The runs go one after another on a CPU (each stops at
+    its own iteration count) and vectorised on an accelerator, where the batch
+    runs in parallel. Every run starts from zero sites. Like
+    :func:`ep_log_evidence`, compiled once per padded size.
     """
     site_family(sites, y, 1.0)  # an unknown family is refused before anything is compiled
     base = jnp.asarray(base, dtype=jnp.float64)

@@ -4,8 +4,8 @@ The machinery behind :mod:`bayesvm.inference.ep` (a dense prior N(0, K)) and
 :mod:`bayesvm.inference.ep_low_rank` (a low-rank one): the damped parallel
 loop, the site families of the evidence (labels: Q(y_i | theta_i); nu: the
 label-emission probability) and the result with its predictor (theory:
-"Expectation propagation"; the derivation and the stabilisation choices are
-on the expectation-propagation page of the documentation).
+"Expectation propagation"; documentation: expectation propagation, for the
+derivation and the stabilisation choices).
 
 Updates are parallel (all sites from the same posterior, then one Cholesky
 recomputation), damped in natural parameters and run inside
@@ -38,9 +38,9 @@ finite. ``log_z_tol = 0`` switches the second test off.
 
 The prior units make the residual invariant under K -> s K. In raw units a
 site precision is of order 1 / K_ii, so with a large amplitude (K_ii = 1e5
-and more, where the evidence selection goes) every proposal looked
-converged after one iteration: EP stopped at its first, factorised guess,
-37-58 nats below the annealed estimate of ln N(D) (a test covers this).
+and more, where the evidence selection goes) every proposal would look
+converged after one iteration and EP would stop at its first, factorised
+guess, tens of nats below the annealed estimate of ln N(D) (a test covers this).
 """
 
 from __future__ import annotations
@@ -161,8 +161,8 @@ def _is_finite_posterior(post: GaussianPosterior) -> Array:
 #: the evidence counts as settled after this many consecutive iterations that change it by less than log_z_tol
 _SETTLED_ITERATIONS = 3
 #: (damping, max_iter) of EP's loop, tried in turn from cold sites until one converges: the default, then a slower,
-#: longer loop for the points where the parallel updates keep oscillating (measured on a 560-point 2-feature set:
-#: the default's 200 sweeps did not converge at C 0.86, k0 99, length scale 0.97)
+#: longer loop for the points where the parallel updates keep oscillating (documentation: expectation propagation,
+#: "The posterior from the sites, including negative precisions")
 EP_LOOPS = ((0.5, 200), (0.8, 1000))
 #: a step that makes the residual grow is shrunk by this factor, down to _MIN_OSCILLATION_STEP
 _OSCILLATION_SHRINK = 0.8

@@ -91,8 +91,8 @@ def log_upper_tail(x: Array) -> Array:
     ln R(|x|) - x^2/2 - ln sqrt(2 pi) = ln Phi(-|x|), which is the answer for
     x >= 0 and gives ln(1 - Phi(-|x|)) for x < 0 (:func:`log_mills_ratio`).
     The values of ``jax.scipy.special.log_ndtr(-x)`` at a fraction of its cost
-    (which was most of the cost of the low-rank ln N(D)'s smoothed nu;
-    checked against scipy in the tests).
+    (that cost would dominate the low-rank ln N(D)'s smoothed nu; checked
+    against scipy in the tests).
     """
     x = _as_float(x)
     return _log_upper_tail_from(x, _log_mills_ratio_abs(x))
@@ -110,8 +110,8 @@ def _continued_fraction_tail(alpha: Array) -> tuple[Array, Array]:
 
     Laplace's continued fraction R(alpha) = 1/(alpha + d_1), d_k = k / (alpha + d_{k+1}),
     evaluated backwards, gives t = d_1 and, without cancellation,
-    w = 1 - lambda t = d_1^2 d_2 (alpha + 2 d_2 - d_3) / 2 (derivation on the documentation's
-    expectation-propagation page, "Tilted moments of the hinge site").
+    w = 1 - lambda t = d_1^2 d_2 (alpha + 2 d_2 - d_3) / 2 (derived in the
+    documentation: expectation propagation, "Tilted moments of the hinge site").
     """
 
     ks = jnp.arange(_CONTINUED_FRACTION_TERMS, 2, -1, dtype=alpha.dtype)

@@ -23,9 +23,8 @@ Elliptical slice sampling needs no step size: it keeps the Gaussian prior
 exactly invariant and only ever evaluates the tempered likelihood beta L.
 
 The sampler is written here in plain JAX rather than taken from BlackJAX
-(whose ``adaptive_tempered_smc`` and ``elliptical_slice`` were tried and
-measured, see "Why not BlackJAX" on the normalisation page of the
-documentation): the ellipse is drawn with the caller's
+(whose ``adaptive_tempered_smc`` and ``elliptical_slice`` were tried;
+documentation: normalisation, "Why not BlackJAX"): the ellipse is drawn with the caller's
 square-root factor (one factor serves every amplitude at a kernel shape, and each
 shrinkage step costs O(M), not O(M^2)); the next temperature is chosen on the
 moved, equally weighted particles; the shrinkage loop is capped, which bounds
@@ -106,7 +105,7 @@ DEFAULT_MAX_SHRINKS = 12
 MAX_TEMPERATURES = 1000
 #: on the CPU, the runs of one estimate are computed this many at a time (:func:`runs_per_program`), so that the
 #: search's anchors (4 runs) and the estimate at fixed hyperparameters (16 runs, four calls) share one compiled
-#: sampler; four calls take as long as one there (documentation: speed)
+#: sampler; on the CPU the smaller calls cost no more in all (CHANGELOG.md, 2026-11-28)
 CPU_RUNS_PER_PROGRAM = 4
 
 

@@ -61,8 +61,8 @@ class EvidenceBudget:
         search, the check at the answer measures.
     confirmed_share
         A check whose runs from the prior have fewer effective runs than this share of them agrees only narrowly:
-        its second route runs too (:func:`budgeted_log_normalization`). At 351-400 rows 11 of the 12 values
-        beyond their accuracy target had agreed narrowly (documentation: normalisation, "What to trust").
+        its second route runs too (:func:`budgeted_log_normalization`): runs that agree only narrowly lie low more
+        often than runs that agree widely (documentation: normalisation, "What to trust").
     target_ess
         The adaptive schedule's share of effective particles kept at each temperature.
     max_shrinks

@@ -12,11 +12,11 @@ the base matrix serves every amplitude, offset and C, and the same standard
 normals (common random numbers) make the estimate a smooth function of the
 hyperparameters.
 
-Warning, measured (theory: "The normalisation factor"): this plain estimator is biased low as n
-grows, because the mean of N(theta)^n is carried by rare draws; its own
-standard error then looks small. The effective sample size of the weights is
-the diagnostic. The estimators of ln N(D), this one included, are compared in
-:mod:`bayesvm.evidence.approximations`; :func:`bayesvm.log_normalization` computes any of them.
+Warning (theory: "The normalisation factor"; documentation: normalisation, "Measurements on toy problems"):
+this plain estimator is biased low as n grows, because the mean of N(theta)^n is carried by rare draws; its own
+standard error then looks small. The effective sample size of the weights is the diagnostic. The estimators of
+ln N(D), this one included, are compared in :mod:`bayesvm.evidence.approximations`;
+:func:`bayesvm.log_normalization` computes any of them.
 """
 
 from __future__ import annotations

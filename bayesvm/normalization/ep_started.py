@@ -55,7 +55,7 @@ def ep_started_factor(start: WeightGaussian, chol) -> np.ndarray:
     """The tall factor [I; S; L S] (3M, M): its images of z ~ N(0, I) are z, S z and L S z, so that a move along
     an ellipse in z moves w - m = S z and theta - L m = L S z with it (:func:`bayesvm.normalization.smc.smc_runs`).
     The particles take three times the memory of z alone, and each move's draw three matrix-vector products
-    instead of one, for slice evaluations at O(M) instead of two products each (3.4-7 per move measured).
+    instead of one, for slice evaluations at O(M) instead of two products each (a move makes several).
     Host-side (NumPy): built once per estimate, it compiles no program of its own."""
     chol, scale = np.asarray(chol, dtype=np.float64), np.asarray(start.scale, dtype=np.float64)
     return np.concatenate([np.eye(chol.shape[0]), scale, chol @ scale])

@@ -82,8 +82,9 @@ __all__ = [
 
 #: relative jitters tried, in order, for the Cholesky factor of the prior
 _JITTERS = (0.0, 1e-13, 1e-11, 1e-9, 1e-7)
-#: re-anchor when the reweighted particles' effective sample size falls below this fraction: below a quarter the
-#: reweighted value's error about doubles, and a lower fraction was no faster (documentation: speed)
+#: re-anchor when the reweighted particles' effective sample size falls below this fraction: the reweighted value's
+#: error grows as 1 / sqrt(ESS), so below a quarter it is more than twice that of the anchor's full set of particles,
+#: and a lower fraction is no faster on the benchmark sets (theory: "Hyperparameter selection")
 MIN_ESS_FRACTION = 0.25
 #: an anchor's share of the blend of the anchors that serve a point rises from 0 at ``MIN_ESS_FRACTION`` to 1 at
 #: this effective sample size (as a fraction of its particles): :func:`_blended`

@@ -64,8 +64,8 @@ def _systematic_resample(key: Array, log_weights: Array) -> Array:
 
 #: a slice move's shrinkage loop runs over all R N particles until at most the first of these shares of them is left
 #: unaccepted, then over those alone (gathered) until at most the second share is left, then over those until every
-#: one is accepted: a third faster than the lockstep loop, while each buffer's loop is another copy of the
-#: likelihood's program to compile (documentation: speed)
+#: one is accepted: the same moves as a lockstep loop over every particle until the slowest is accepted, in less
+#: time, while each buffer's loop is another copy of the likelihood's program to compile (CHANGELOG.md, 2026-11-26)
 STRAGGLER_SHARES = (1 / 2, 1 / 8)
 
 

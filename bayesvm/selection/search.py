@@ -75,7 +75,7 @@ class SearchOptions:
     coordinate's gradient is below this (nats per training point per unit
     log); ftol: L-BFGS-B's one-iteration test, stop when an iteration improves ln P(D) / n by less than this
     relative amount (default 0: only an iteration that gains nothing; one small step on a ridge ended climbs short
-    of the maximum, which the ``stall`` test, over several iterations, does not: documentation, large data);
+    of the maximum, which the ``stall`` test, over several iterations, does not: documentation: large data);
     stall: stop when the last ``stall`` iterations together raised ln P(D) by less than what
     the evidence resolves (:func:`resolution`, per problem; 0: never); ep_damping,
     ep_tol, ep_log_z_tol, ep_max_iter: EP's loop while searching (loose: the
@@ -84,8 +84,8 @@ class SearchOptions:
     that loop has not converged (a point where none converges is infeasible);
     max_screen: candidate points tried around a start that cannot be evaluated
     (:func:`screen_candidates`) before the start is skipped;
-    refinements: how many times :func:`select_by_search` may re-anchor the path where a fresh ln N(D) at an end
-    point contradicts it, and climb again from there (0: never);
+    refinements: how many times :func:`~bayesvm.selection.search_selection.select_by_search` may re-anchor the
+    path where a fresh ln N(D) at an end point contradicts it, and climb again from there (0: never);
     budget: the fixed work of ln N(D) at each anchor of the path (:class:`~bayesvm.normalization.budget.EvidenceBudget`).
     """
 
@@ -124,7 +124,8 @@ class SearchStep:
 class SearchResult:
     """The record of a search.
 
-    ends: each climb's best evaluation (one per start, then one per refinement of :func:`select_by_search`);
+    ends: each climb's best evaluation (one per start, then one per refinement of
+    :func:`~bayesvm.selection.search_selection.select_by_search`);
     messages: L-BFGS-B's reason for stopping, per climb; steps: every evaluation in order (``start`` numbers the
     climb); n_anchors: tempered-SMC runs of the ln N(D) path; likelihood_evaluations: their work (each at most the
     budget's :meth:`~bayesvm.normalization.budget.EvidenceBudget.ceiling`); seconds: wall time of the climbs.
@@ -330,8 +331,9 @@ def maximize_evidence(
 class EvidenceAscent:
     """The search's state: the objective with its ln N(D) path (anchors), and one L-BFGS-B climb after another.
 
-    :func:`maximize_evidence` climbs from each start; :func:`select_by_search` may then :meth:`refine` the path at
-    an end point where a fresh ln N(D) contradicted it, and climb again from there on the refined path.
+    :func:`maximize_evidence` climbs from each start; :func:`~bayesvm.selection.search_selection.select_by_search`
+    may then :meth:`refine` the path at an end point where a fresh ln N(D) contradicted it, and climb again from
+    there on the refined path.
     Mutable by design (it owns the path's anchors and the record of every evaluation).
     """
 

@@ -16,7 +16,7 @@ __all__ = ["EvidenceSurface"]
 
 @dataclass(frozen=True, eq=False)
 class EvidenceSurface:
-    """The result of :func:`select_hyperparameters`.
+    """The result of :func:`~bayesvm.selection.select.select_hyperparameters`.
 
     Arrays are indexed ``[shape, offset_ratio, C_k0, C]`` (see :data:`AXES`).
     For ``method="grid"``: ``naive`` ln Q(D), ``log_normalization``
