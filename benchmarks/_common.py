@@ -12,7 +12,9 @@ that times scikit-learn alone (benchmarks/cold_start.py's grid+Platt arm) pays f
   cv=5)`` refit on the training rows, then ``CalibratedClassifierCV(SVC(**best), method="sigmoid", cv=5)``;
 * ``gp_classifier``: the baseline ``GaussianProcessClassifier(ConstantKernel() * RBF())`` with scikit-learn's
   defaults (Laplace approximation, L-BFGS-B on its marginal likelihood, no restarts);
-* ``markdown_table``, ``plain``, ``write_json``, ``environment``: tables and records.
+* ``markdown_table``, ``plain``, ``write_json``, ``environment``: tables and records;
+* ``provenance``: the commit, the command, the machine and the date of a run; ``write_json`` puts it at the top of
+  every JSON object it writes, and the documentation's tables show it (docs/_tables.py).
 """
 
 from __future__ import annotations
@@ -20,15 +22,19 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shlex
 import subprocess
 import sys
 import time
 import warnings
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
 RESULTS = Path(__file__).resolve().parent / "results"
+#: the checkout these scripts belong to
+ROOT = RESULTS.parent.parent
 
 #: the grid search's grid: 11 x 11, half a decade apart. The features are standardised, so scikit-learn's
 #: gamma="scale" (1/d) lies inside for every data set the benchmarks use.
@@ -273,11 +279,62 @@ def plain(value):
 
 
 def write_json(path: Path | str, payload) -> Path:
-    """Write ``plain(payload)`` to path (its folder made first); returns the path."""
+    """Write ``plain(payload)`` to path (its folder made first); returns the path.
+
+    A dict payload gets ``provenance()`` as its first key unless it has one already: every result file says which
+    commit, command and machine produced it, and when.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(payload, dict) and "provenance" not in payload:
+        payload = {"provenance": provenance(), **payload}
     path.write_text(json.dumps(plain(payload), indent=1, default=str))
     return path
+
+
+def _git(*args: str) -> str | None:
+    try:
+        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return done.stdout.strip()
+
+
+def _cpu_model() -> str:
+    """The CPU's model name (Linux), else the platform's processor name."""
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            return next(line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor()
+
+
+def _command() -> str:
+    """This process's command line, the script's path relative to the checkout where it lies inside."""
+    argv = list(sys.argv)
+    if argv and argv[0] and Path(argv[0]).is_file():
+        script = Path(argv[0]).resolve()
+        if script.is_relative_to(ROOT):
+            argv[0] = str(script.relative_to(ROOT))
+    return shlex.join(["python", *argv])
+
+
+def provenance() -> dict:
+    """Where a result comes from: ``commit`` (``git rev-parse HEAD`` of this checkout, None outside git),
+    ``dirty`` (tracked files changed since that commit, benchmarks/results/ aside; None outside git), ``command``
+    (this process's ``sys.argv``), ``machine`` (platform, CPU, CPU count, JAX's backend and devices where JAX is
+    importable) and ``date`` (UTC, when the record is written)."""
+    status = _git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)benchmarks/results")
+    machine = {"platform": platform.platform(), "cpu": _cpu_model(), "cpu_count": os.cpu_count()}
+    try:
+        import jax
+
+        machine.update(jax_backend=jax.default_backend(), jax_devices=[str(d) for d in jax.devices()])
+    except Exception:  # no JAX, or no device it can use: the rest still says where the run was
+        machine.update(jax_backend=None, jax_devices=None)
+    return {"commit": _git("rev-parse", "HEAD"), "dirty": None if status is None else bool(status),
+            "command": _command(), "machine": machine,
+            "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}
 
 
 def git_state() -> dict:

@@ -47,6 +47,7 @@ from pathlib import Path
 
 import jax
 import numpy as np
+from _common import provenance
 from scipy.stats import qmc
 from sklearn.model_selection import train_test_split
 
@@ -223,7 +224,8 @@ def write(rows: list[dict], args) -> None:
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
     settings["device"] = str(jax.devices()[0])
     partial = args.output.with_suffix(".partial")
-    partial.write_text(json.dumps({"settings": settings, "table": summarise(rows), "rows": rows}, indent=1))
+    partial.write_text(json.dumps({"provenance": provenance(), "settings": settings, "table": summarise(rows),
+                                "rows": rows}, indent=1))
     partial.replace(args.output)
 
 

@@ -73,6 +73,7 @@ import scipy.linalg
 from scipy.spatial.distance import pdist
 from scipy.special import log_ndtr, logsumexp
 from scipy.stats import pearsonr, spearmanr
+from _common import provenance
 from sklearn.model_selection import train_test_split
 
 import bayesvm
@@ -566,6 +567,7 @@ def report(payload: dict, figure_path: Path | None) -> None:
 def _write(path, records, summaries, info, t0, args, *, final, analysis=None) -> float:
     elapsed = time.perf_counter() - t0
     payload = {
+        "provenance": provenance(),
         "config": {"n": args.n, "seed": args.seed, "quick": args.quick, "stage1": STAGE1, "stage2": STAGE2,
                    "agree_nats": AGREE_NATS, "agree_se": AGREE_SE, "toy": TOY, "platform": platform.platform()},
         "datasets": info, "records": records, "argmax": summaries, "predictors": analysis,

@@ -135,6 +135,7 @@ from _common import (  # noqa: E402
     markdown_table,
     plain,
     positive_column,
+    provenance,
     timed,
     warning_records,
 )
@@ -789,7 +790,7 @@ def main(argv=None) -> None:
                 a, entry["arms"][a]["splits"], cold if cold and "fit_s" in cold else None,
                 warm_refit_s if a == "search" else None)
         entry["targets"] = targets(entry)
-        payload = {"config": config, "environment": environment(import_s=_IMPORT_SECONDS), "datasets": results,
+        payload = {"provenance": provenance(), "config": config, "environment": environment(import_s=_IMPORT_SECONDS), "datasets": results,
                    "total_s": time.perf_counter() - start_all}
         args.out.write_text(json.dumps(plain(payload), indent=1))
         print(flush=True)

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 from sklearn.model_selection import StratifiedKFold
 
-import bayesvm  # noqa: F401
 from bayesvm.exceptions import BayesvmWarning, ConvergenceWarning, UntrustedEvidenceWarning
 from bayesvm.normalization.annealing import annealed_log_normalization
 from bayesvm.evidence.approximations import AnnealedNormalization, Estimate
