@@ -384,6 +384,36 @@ def test_a_higher_point_that_fails_its_checks_is_reported_not_dropped_silently(m
     assert len(calls) == 2 and selection.report.trusted and selection.best["C"] == pytest.approx(calls[1])
 
 
+def test_a_clearly_higher_point_whose_fresh_evidence_is_sound_is_returned_though_the_search_path_disagreed(
+        monkeypatch):
+    """Where only the search's own ln N(D) disagrees with a fresh one whose runs agree (EP converged), the fresh ln P(D)
+    stands: a point 50 nats above the first fully verified one is the answer, with the warning that names the
+    disagreement, not a verified point far below it."""
+    import bayesvm.selection.search_selection as search_module
+
+    real = search_module.check_point
+    calls = []
+
+    def first_off_the_path(data, C, kernel, *args, **kwargs):
+        evidence, report, reference = real(data, C, kernel, *args, **kwargs)
+        calls.append(C)
+        if len(calls) == 1:  # the best end point: sound, but the search's ln N(D) there disagreed
+            return (dataclasses.replace(evidence, total=evidence.total + 50.0),
+                    report._replace(normalization_agrees=False), reference)
+        return evidence, report, reference
+
+    monkeypatch.setattr(search_module, "check_point", first_off_the_path)
+    X, y = _subsample("breast_cancer", 60, seed=5)
+    template = RBF()
+    space = SearchSpace.default(X, template)
+    with pytest.warns(UntrustedEvidenceWarning, match="disagree at the selected point"):
+        selection = select_by_search(training_data(X, y), template, space=space,
+                                     starts=default_starts(space, X, template),
+                                     options=SearchOptions(max_iter=3, refinements=0))
+    assert len(calls) == 2 and not selection.report.normalization_agrees
+    assert selection.best["C"] == pytest.approx(calls[0])
+
+
 def test_where_the_search_and_a_fresh_ln_n_disagree_the_warning_says_the_evidence_may_be_overstated():
     """The moons fit's answer (420 rows): the search's ln N(D) -59.25 against a fresh, trusted -56.93 +- 0.14, which
     runs with more temperatures put 1.2-2.1 nats higher (documentation: normalisation, "What to trust"). One warning,

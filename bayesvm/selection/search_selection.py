@@ -36,14 +36,40 @@ from .trust import NORMALIZATION_TOLERANCE, TrustReport, check_point, trust_repo
 __all__ = ["SearchSelection", "hyperparameter_dict", "select_by_search"]
 
 
+def _clearly_above(evidence: Evidence, other: Evidence) -> bool:
+    """ln P(D) above the other's by more than 1 nat plus three standard errors of their difference."""
+    return evidence.total > other.total + 1.0 + 3.0 * float(np.hypot(evidence.total_se, other.total_se))
+
+
+def _sound(report: TrustReport) -> bool:
+    """The fresh ln P(D) at the point stands on its own: its ln N(D)'s runs agree and EP for ln Q(D) converged (only
+    the search's own ln N(D) there may disagree with it)."""
+    return report.runs_agree and report.naive_converged
+
+
+def _chosen(checked: list) -> tuple:
+    """The checked end point to return, of ``checked`` (step, C, kernel, evidence, report) in the order checked.
+
+    The last one checked when it passes every test, unless a point checked before it has a sound fresh ln P(D)
+    (:func:`_sound`) clearly above it: the fresh value there is the reference estimators' own, and only the search's
+    path disagreed, so that point is the better answer (returned with a warning that says so). Where none passes,
+    the highest sound point, else the search's best."""
+    sound = [c for c in checked if _sound(c[4])]
+    if not sound:
+        return checked[0]
+    highest = max(sound, key=lambda c: c[3].total)
+    if checked[-1][4].trusted and not _clearly_above(highest[3], checked[-1][3]):
+        return checked[-1]
+    return highest
+
+
 def _warn_unverified_higher(checked: list, chosen: Evidence) -> None:
-    """Say so where a point the search reached has a clearly higher fresh ln P(D) than the verified answer but failed
-    its tests: the answer is the best verified point, not the highest the search saw."""
+    """Say so where a point the search reached has a clearly higher fresh ln P(D) than the answer but that value
+    itself is not sound (:func:`_sound`): the answer is the best verified point, not the highest the search saw."""
     for _, C, kernel, evidence, report in checked:
-        margin = 1.0 + 3.0 * float(np.hypot(evidence.total_se, chosen.total_se))
-        if not report.trusted and evidence.total > chosen.total + margin:
+        if not _sound(report) and _clearly_above(evidence, chosen):
             reason = ("ln N(D)'s runs disagree there, so that value may be too high" if not report.runs_agree
-                      else "the search's and a fresh ln N(D) disagree there")
+                      else "EP for ln Q(D) did not converge there")
             warnings.warn(
                 f"the search also reached C = {C:.3g}, amplitude = {float(kernel.amplitude):.3g} with a fresh ln P(D) "
                 f"of {evidence.total:.1f} +- {evidence.total_se:.1f}, above the returned {chosen.total:.1f}, but its "
@@ -139,8 +165,9 @@ def select_by_search(data: TrainingData, template: Kernel, *, space: SearchSpace
     point's fresh ln N(D) is itself trusted (its runs agree, EP converged) but contradicts the search's, the
     search's path was off there: up to ``options.refinements`` times the path is re-anchored at that point on the
     check's particles and the search climbs again from it (:meth:`~bayesvm.selection.search.EvidenceAscent.refine`),
-    and its new end point joins the candidates. If none passes, the best is returned with warnings that say which
-    test failed.
+    and its new end point joins the candidates. The answer is the first point that passes every test, or a point
+    checked before it whose fresh ln P(D) is sound and clearly higher (:func:`_chosen`); a point that failed a test
+    is returned with warnings that say which.
     """
     ascent = EvidenceAscent.from_starts(data.X, data.Y, template, space=space, starts=starts, options=options,
                                         prior=prior, random_state=random_state, progress=progress,
@@ -166,11 +193,10 @@ def select_by_search(data: TrainingData, template: Kernel, *, space: SearchSpace
             break
         refined_at.add(refine_at.x.tobytes())
         ascent.refine(refine_at.x, NORMALIZATION_TOLERANCE, check.reference(refine_at))
-    step, C, kernel, evidence, report = checked[-1] if checked[-1][4].trusted else checked[0]
+    step, C, kernel, evidence, report = _chosen(checked)
     if not report.trusted:
         warn_untrusted(report, C, float(kernel.amplitude))
-    else:
-        _warn_unverified_higher(checked, evidence)
+    _warn_unverified_higher(checked, evidence)
     return SearchSelection(
         kernel_name=template.name, shape_name=template.shape_parameter, best=hyperparameter_dict(C, kernel),
         best_value=float(evidence.total), best_se=float(evidence.total_se), best_kernel=kernel, evidence=evidence,
