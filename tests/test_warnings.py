@@ -1,9 +1,9 @@
 """The package's warnings: its own classes, exported, raised with a category a user can filter, naming a remedy, at
 the line that called into the package.
 
-Cheap by design (no evidence is computed): the class hierarchy, a static scan of every warning raised in
-``bayesvm/``, a few real triggers that need no JAX program, and the rule that finds the line a warning is attributed
-to.
+Cheap by design: the class hierarchy, a static scan of every warning raised in ``bayesvm/``, a few real triggers, and
+the line warnings are attributed to, through functions run as the package's own and at a few public entry points on
+30 points.
 """
 
 from __future__ import annotations
@@ -26,7 +26,10 @@ import bayesvm
 from bayesvm import _warnings, exceptions
 from bayesvm._validation import training_data
 from bayesvm.calibration import fit_soft_logistic
+from bayesvm.evidence import approximations
+from bayesvm.inference import ep as ep_module
 from bayesvm.selection import search_priors, subsample
+from bayesvm.selection.select import GridEstimators, GridOptions
 from bayesvm.selection.search_priors import prior_for
 from bayesvm.selection.subsample import selection_subset
 
@@ -218,3 +221,55 @@ def test_where_every_frame_is_the_packages_a_warning_points_at_the_outermost(nes
     with pytest.warns(bayesvm.BayesvmWarning, match="deep inside") as record:
         nesting.warned(0.0)
     assert [(w.filename, w.lineno) for w in record] == [(outermost.f_code.co_filename, outermost.f_lineno)]
+
+
+@pytest.fixture(scope="module")
+def noise():
+    """30 points with random labels."""
+    rng = np.random.default_rng(2)
+    return rng.normal(size=(30, 2)), np.where(rng.uniform(size=30) > 0.5, 1, -1)
+
+
+def test_the_solvers_warning_points_at_the_callers_line(noise):
+    X, y = noise
+    wide = bayesvm.RBF(2.0, amplitude=1e5, offset=1e5)  # a wide prior: one coordinate step leaves the dual unsolved
+    with pytest.warns(bayesvm.ConvergenceWarning, match="max_iter") as record:
+        bayesvm.fit_map(X, y, kernel=wide, max_iter=1)
+    assert _warned_lines(record) == {"bayesvm.fit_map(X, y, kernel=wide, max_iter=1)"}
+
+
+def test_the_evidences_warnings_point_at_the_callers_line(noise):
+    X, y = noise
+    kernel = bayesvm.RBF(0.05, amplitude=100.0, offset=1.0)  # a short length scale on noise: most points marginal
+    with pytest.warns(bayesvm.UntrustedEvidenceWarning) as record:
+        bayesvm.log_evidence(X, y, kernel=kernel, approximation="laplace", normalization="prior", n_samples=500)
+        bayesvm.log_normalization(kernel=kernel, C=1.0, n=300, inputs=X, method="prior", n_samples=500)  # few draws
+    assert _warned_lines(record) == {
+        'bayesvm.log_evidence(X, y, kernel=kernel, approximation="laplace", normalization="prior", n_samples=500)',
+        'bayesvm.log_normalization(kernel=kernel, C=1.0, n=300, inputs=X, method="prior", n_samples=500)  # few draws',
+    }
+
+
+def test_the_estimators_warnings_point_at_the_callers_line(noise, monkeypatch):
+    """Through fit's decorators (the package's float64 around scikit-learn's _fit_context) and the evidence_
+    property, which computes the evidence at fixed hyperparameters when first read."""
+    X, y = noise
+    monkeypatch.setattr(ep_module, "EP_LOOPS", ((0.5, 1),))  # one EP iteration: EP does not converge
+    monkeypatch.setattr(approximations, "EP_LOOPS", ((0.5, 1),))
+    model = bayesvm.BayesianSVC(C=1.0, amplitude=30.0, offset=30.0, length_scale=6.0)
+    with pytest.warns(bayesvm.ConvergenceWarning, match="EP for") as record:
+        model.fit(X, y)
+        model.evidence_
+    assert _warned_lines(record) == {"model.fit(X, y)", "model.evidence_"}
+
+
+def test_the_selections_warnings_point_at_the_callers_line(noise):
+    X, y = noise
+    grid = {"length_scale": [1.5], "C_k0": [1e-4, 2e-4], "C": [1.0], "offset_ratio": [1.0]}  # the optimum on an edge
+    estimators = GridEstimators(approximation="laplace", normalization="prior", n_samples=500)
+    options = GridOptions(refine=False, max_extensions=0)
+    with pytest.warns((bayesvm.GridEdgeWarning, bayesvm.DegenerateSelectionWarning)) as record:
+        bayesvm.select_hyperparameters(X, y, grid=grid, method="grid", estimators=estimators, options=options)
+    assert {w.category for w in record} == {bayesvm.GridEdgeWarning, bayesvm.DegenerateSelectionWarning}
+    assert _warned_lines(record) == {
+        'bayesvm.select_hyperparameters(X, y, grid=grid, method="grid", estimators=estimators, options=options)'}
