@@ -21,7 +21,6 @@ only validates its input.
 
 from __future__ import annotations
 
-import warnings
 from typing import Literal
 
 import numpy as np
@@ -33,6 +32,7 @@ from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from sklearn.utils.validation import check_is_fitted
 
 from ._validation import check_labels, check_vector
+from ._warnings import warn_user
 from .exceptions import ConvergenceWarning
 
 __all__ = [
@@ -153,15 +153,14 @@ def fit_soft_logistic(
                 break
             step /= 2.0
         else:
-            warnings.warn(
+            warn_user(
                 "Newton's line search could not decrease the logistic loss, so the last iterate is returned; if the "
                 "decision values separate the classes, fit on out-of-fold ones (cross_val_decision_values)",
                 ConvergenceWarning,
-                stacklevel=2,
             )
             return w
-    warnings.warn(f"Newton's method reached max_iter={max_iter} before converging; pass a larger max_iter (fit_soft_logistic)",
-                  ConvergenceWarning, stacklevel=2)
+    warn_user(f"Newton's method reached max_iter={max_iter} before converging; pass a larger max_iter (fit_soft_logistic)",
+              ConvergenceWarning)
     return w
 
 

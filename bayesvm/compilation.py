@@ -87,7 +87,6 @@ import platform
 import stat
 import sys
 import tempfile
-import warnings
 from pathlib import Path
 
 import jax
@@ -98,6 +97,7 @@ from jax._src.lax import linalg
 from jax.experimental import serialize_executable
 
 from ._precision import _traced
+from ._warnings import warn_user
 from .exceptions import BayesvmWarning
 
 __all__ = ["CHEAP_COMPILATION_MAX_ELEMENTS", "CPU_COMPILER_OPTIONS", "MAX_CACHE_BYTES", "NO_CACHE_VARIABLE",
@@ -406,7 +406,7 @@ def _make_private(folder: Path) -> None:
 def _warn_once(message: str) -> None:
     if not _process["warned"]:
         _process["warned"] = True
-        warnings.warn(message, BayesvmWarning, stacklevel=4)
+        warn_user(message, BayesvmWarning)
 
 
 def _read(path: Path, in_tree):

@@ -204,10 +204,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         shape_name = template.shape_parameter
         fixed = self._fixed(shape_name)
         seed = self._seed()
-        # the warning points at the caller's line, past fit's two decorators
         all_fixed = len(fixed) == 3 + (shape_name is not None)
-        selected_on, selected = selection_subset(data, self.selection_size, random_state=seed, stacklevel=4,
-                                                 selects=not all_fixed)
+        selected_on, selected = selection_subset(data, self.selection_size, random_state=seed, selects=not all_fixed)
         self.selection_rows_ = None if selected is None else np.flatnonzero(np.isin(row, selected))
         inducing = prior_for(selected_on.X, self.n_inducing, random_state=seed,
                              weights=selected_on.weights).evidence_options.get("inducing")

@@ -20,7 +20,6 @@ Error bars: theta* +- sigma and the plug-in probabilities at those two ends.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -31,6 +30,7 @@ import numpy as np
 from . import _linalg
 from ._precision import as_float64, float64, numpy_leaves
 from ._validation import TrainingData, check_inputs
+from ._warnings import warn_user
 from .inference.ep import FULL_TOLERANCE, EPResult, converged_ep, ep_predict
 from .inference.ep_gradient import EPSites
 from .inference.ep_loop import merged_label_weights
@@ -200,10 +200,9 @@ class Posterior(_LatentPredictions):
             # converged fully (log_z_tol = 0); a loop that does not converge is followed by the slower ones of EP_LOOPS
             result = ep if ep is not None else _converged_label_ep(gram_matrix(fit.kernel, fit.X), fit)
             if not bool(result.converged):
-                warnings.warn(f"EP for the posterior did not converge (its last loop: {int(result.n_iter)} "
-                              "iterations), so its predictions are approximate; the Laplace-style posterior "
-                              "(BayesianSVC(posterior='laplace')) needs no iteration", ConvergenceWarning,
-                              stacklevel=3)
+                warn_user(f"EP for the posterior did not converge (its last loop: {int(result.n_iter)} "
+                          "iterations), so its predictions are approximate; the Laplace-style posterior "
+                          "(BayesianSVC(posterior='laplace')) needs no iteration", ConvergenceWarning)
             return cls(fit=fit, ep=result)
         K = gram_matrix(fit.kernel, fit.X)
         size = _linalg.buffer_size(int(fit.marginal.sum()), fit.X.shape[0])
@@ -305,15 +304,14 @@ def posteriors_at(data: TrainingData, C: float, kernel: Kernel, *, inducing=None
     if inducing is not None:
         fitted = low_rank_posteriors(data, C, kernel, inducing)
         if not np.all(fitted.converged):
-            warnings.warn("EP for the posterior on the low-rank prior did not converge, so its predictions are "
-                          "approximate; compare with more inducing inputs (BayesianSVC(n_inducing=...)) or the full "
-                          "prior (n_inducing=None)", ConvergenceWarning, stacklevel=3)
+            warn_user("EP for the posterior on the low-rank prior did not converge, so its predictions are "
+                      "approximate; compare with more inducing inputs (BayesianSVC(n_inducing=...)) or the full "
+                      "prior (n_inducing=None)", ConvergenceWarning)
         return fitted.posteriors
     K = gram_matrix(kernel, jnp.asarray(data.X))
     posteriors = []
     for problem in data.problems:
-        fit = fit_map_on_gram(K, data.X, problem.Y[0], problem.classes, C, kernel, weights=data.weights,
-                              stacklevel=4)
+        fit = fit_map_on_gram(K, data.X, problem.Y[0], problem.classes, C, kernel, weights=data.weights)
         ep = _converged_label_ep(K, fit, tol) if approximation == "ep" else None
         posteriors.append(Posterior.from_fit(fit, approximation, ep=ep))
     return tuple(posteriors)

@@ -137,8 +137,9 @@ def test_a_folder_that_cannot_be_created_leaves_compiling_with_one_warning(fresh
         warnings.simplefilter("always")
         results = [list(add_one(x[:size], scale=2.0)) for size in (1, 2, 3)]
     assert results == [[1.0], [1.0, 3.0], [1.0, 3.0, 5.0]]
-    messages = [str(w.message) for w in caught if issubclass(w.category, compilation.BayesvmWarning)]
-    assert len(messages) == 1 and "cannot be used" in messages[0] and compilation.NO_CACHE_VARIABLE in messages[0]
+    (warned,) = [w for w in caught if issubclass(w.category, compilation.BayesvmWarning)]
+    assert "cannot be used" in str(warned.message) and compilation.NO_CACHE_VARIABLE in str(warned.message)
+    assert warned.filename == __file__  # the line that called the compiled function
 
 
 def test_a_folder_that_cannot_be_written_is_read_with_one_warning(fresh_cache, monkeypatch):
@@ -159,7 +160,8 @@ def test_a_folder_that_cannot_be_written_is_read_with_one_warning(fresh_cache, m
     after = compilation.cache_statistics()
     assert results == [[1.0, 3.0, 5.0], [1.0, 3.0], [1.0]]
     assert (after["loaded"] - before["loaded"], after["compiled"] - before["compiled"]) == (1, 2)
-    assert len([w for w in caught if issubclass(w.category, compilation.BayesvmWarning)]) == 1
+    (warned,) = [w for w in caught if issubclass(w.category, compilation.BayesvmWarning)]
+    assert warned.filename == __file__
     assert sorted(fresh_cache.iterdir()) == written
 
 

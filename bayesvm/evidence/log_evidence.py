@@ -10,7 +10,6 @@ with every term, the standard errors of the sampled parts and the fit;
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -18,6 +17,7 @@ import numpy as np
 
 from .._precision import float64, numpy_leaves
 from .._validation import TrainingData, check_inputs, check_kernel, check_labels, check_positive, collapsed_training_data
+from .._warnings import warn_user
 from .approximations import (
     NAIVE_ESTIMATORS,
     NORMALIZATION_ESTIMATORS,
@@ -158,14 +158,14 @@ def point_cells(X, kernel: Kernel, C: float, y=None, n: int | None = None, weigh
                     weights=weights, group=group.ravel())
 
 
-def _naive_estimate(cells: Cells, approximation: str, determinant: str, random_state, stacklevel: int) -> Estimate:
+def _naive_estimate(cells: Cells, approximation: str, determinant: str, random_state) -> Estimate:
     """ln Q(D) of the one cell by the named approximation; warns where EP has not converged. EP converges its sites
     fully (``log_z_tol`` 0), so that its run also serves the posterior (``Evidence.ep``)."""
     estimator = naive_estimator(approximation, determinant=determinant, key=random_state, log_z_tol=0.0)
     estimate = estimator(cells).at(0)
     if approximation == "ep" and not estimate.trusted:
-        warnings.warn("EP for ln Q(D) did not converge at these hyperparameters, so its value is unreliable; check it "
-                      "with approximation='sampled'", ConvergenceWarning, stacklevel=stacklevel)
+        warn_user("EP for ln Q(D) did not converge at these hyperparameters, so its value is unreliable; check it "
+                  "with approximation='sampled'", ConvergenceWarning)
     return estimate
 
 
@@ -175,9 +175,8 @@ def naive_evidence(
 ) -> Estimate:
     """ln Q(D) at a fitted MAP SVM's hyperparameters by the named approximation (one cell of
     :mod:`bayesvm.evidence.approximations`); the Laplace terms are in ``diagnostics["terms"]``."""
-    # stacklevel: _naive_estimate, naive_evidence, its float64 wrapper, the caller
     return _naive_estimate(point_cells(fit.X, fit.kernel, fit.C, y=fit.y, weights=fit.weights), approximation,
-                           determinant, random_state, stacklevel=4)
+                           determinant, random_state)
 
 
 @float64
@@ -234,7 +233,6 @@ def log_normalization(
             f"{inputs.shape[0]} rows (use 'annealed-stand-in' for stand-in inputs)"
         )
     return _normalization_estimate(point_cells(inputs, kernel, C, n=int(n)), method, n_samples, random_state,
-                                   stacklevel=4,  # _normalization_estimate, log_normalization, float64, the caller
                                    option="method", budget=EvidenceBudget(evidence_budget))
 
 
@@ -248,12 +246,11 @@ def training_normalization(data: TrainingData, C: float, kernel: Kernel, *, rand
     :meth:`bayesvm.normalization.path.FullPathPrior.anchored`); ``budget``: its fixed work; ``cells``:
     :func:`point_cells` of the point where the caller has them already (one Gram matrix per point)."""
     cells = point_cells(data.X, kernel, C, weights=data.weights) if cells is None else cells
-    return _normalization_estimate(cells, "annealed", 0, random_state, stacklevel=4, keep_particles=keep_particles,
-                                   budget=budget)
+    return _normalization_estimate(cells, "annealed", 0, random_state, keep_particles=keep_particles, budget=budget)
 
 
-def _normalization_estimate(cells: Cells, method: str, n_samples: int, random_state, stacklevel: int,
-                            keep_particles: bool = False, option: str = "normalization",
+def _normalization_estimate(cells: Cells, method: str, n_samples: int, random_state, keep_particles: bool = False,
+                            option: str = "normalization",
                             budget: EvidenceBudget = EvidenceBudget()) -> Estimate:
     """ln N(D) of the one cell (its inputs: the training inputs, or stand-ins with ``cells.n`` the exponent) by the
     named estimator at ``budget``; warns when it is not to be trusted (:class:`bayesvm.EvidenceBudgetWarning` where
@@ -263,9 +260,8 @@ def _normalization_estimate(cells: Cells, method: str, n_samples: int, random_st
     estimate = normalization_estimator(method, key=random_state, n_samples=n_samples, budget=budget,
                                        keep_particles=keep_particles)(cells).at(0)
     if not estimate.trusted:
-        warnings.warn(_UNTRUSTED_NORMALIZATION[method].format(option=option, **estimate.diagnostics),
-                      EvidenceBudgetWarning if method.startswith("annealed") else UntrustedEvidenceWarning,
-                      stacklevel=stacklevel)
+        warn_user(_UNTRUSTED_NORMALIZATION[method].format(option=option, **estimate.diagnostics),
+                  EvidenceBudgetWarning if method.startswith("annealed") else UntrustedEvidenceWarning)
     return estimate
 
 
@@ -378,7 +374,7 @@ def evidences_at(data: TrainingData, C: float, kernel: Kernel, *, approximation:
                          f"normalization={normalization!r}")
     cells = point_cells(data.X, kernel, C, weights=data.weights) if cells is None else cells
     K = cells.prior(0)
-    fits = [fit_map_on_gram(K, data.X, problem.Y[0], problem.classes, C, kernel, weights=data.weights, stacklevel=5)
+    fits = [fit_map_on_gram(K, data.X, problem.Y[0], problem.classes, C, kernel, weights=data.weights)
             for problem in data.problems]
     if normalization_estimate is not None:
         norm = normalization_estimate
@@ -386,13 +382,13 @@ def evidences_at(data: TrainingData, C: float, kernel: Kernel, *, approximation:
         inputs = normalization_inputs(data.X, normalization_inputs_from, max_inputs=max_inputs,
                                       random_state=random_state)
         norm = _normalization_estimate(point_cells(inputs, kernel, C, n=data.X.shape[0]), normalization, n_samples,
-                                       random_state, stacklevel=5, budget=budget)
+                                       random_state, budget=budget)
     else:
-        norm = _normalization_estimate(cells, normalization, n_samples, random_state, stacklevel=5, budget=budget)
+        norm = _normalization_estimate(cells, normalization, n_samples, random_state, budget=budget)
     evidences = []
     for fit in fits:
         naive = _naive_estimate(cells._replace(y=np.asarray(fit.y, dtype=np.float64)), approximation, determinant,
-                                random_state, stacklevel=5)
+                                random_state)
         evidences.append(_evidence_at_fit(fit, naive, norm, approximation, determinant, normalization))
     return tuple(evidences)
 
@@ -438,17 +434,15 @@ def _low_rank_evidences(data: TrainingData, C: float, kernel: Kernel, inducing, 
     norm, _ = annealed_log_normalization_low_rank(low_rank_prior(kernel, X, Z), C,
                                                   key=random_state, budget=budget, weights=data.weights)
     if not norm.runs_agree:
-        warnings.warn(_UNTRUSTED_NORMALIZATION["annealed"].format(option="normalization", ess=norm.ess,
-                                                                 n_runs=norm.n_runs),
-                      EvidenceBudgetWarning, stacklevel=4)
+        warn_user(_UNTRUSTED_NORMALIZATION["annealed"].format(option="normalization", ess=norm.ess, n_runs=norm.n_runs),
+                  EvidenceBudgetWarning)
     # one EP run per problem serves ln Q(D) and the posterior; the k problems share one low-rank prior
     fitted = low_rank_posteriors(data, C, kernel, Z)
     evidences = []
     for value, converged, posterior in zip(fitted.log_naive, fitted.converged, fitted.posteriors):
         if not converged:
-            warnings.warn("EP for ln Q(D) on the low-rank prior did not converge, so its value is unreliable; compare "
-                          "with more inducing inputs (inducing=...) or the full prior (inducing=None)",
-                          ConvergenceWarning, stacklevel=4)
+            warn_user("EP for ln Q(D) on the low-rank prior did not converge, so its value is unreliable; compare "
+                      "with more inducing inputs (inducing=...) or the full prior (inducing=None)", ConvergenceWarning)
         evidences.append(Evidence(
             total=float(value) - norm.value, total_se=norm.se, naive=float(value), naive_se=0.0, terms=None,
             log_normalization=norm.value, log_normalization_se=norm.se, normalization_ess=norm.ess, n_marginal=None,
@@ -523,18 +517,16 @@ def one_vs_rest_evidence(data: TrainingData, C: float, kernel: Kernel, *, random
 def _warn_outside_range(terms: NaiveEvidenceTerms, n_marginal: int, n: int, determinant: str) -> None:
     if not np.isfinite(terms.value):
         remedy = "determinant='regularized'" if determinant != "regularized" else "approximation='ep' (the default)"
-        warnings.warn(
+        warn_user(
             f"the {determinant} Laplace determinant is degenerate (singular K_m or a marginal alpha at a bound), so "
             f"ln Q(D) = {float(terms.value)}; pass {remedy}",
             UntrustedEvidenceWarning,
-            stacklevel=6,  # _warn_outside_range, _evidence_at_fit, evidences_at, log_evidence, float64, the caller
         )
     share = n_marginal / n
     if share > LAPLACE_MARGINAL_SHARE:
-        warnings.warn(
+        warn_user(
             f"{n_marginal} of {n} points are marginal, where the Laplace-style ln Q(D) is too optimistic, by about "
             f"{LAPLACE_OPTIMISM_SLOPE * share + LAPLACE_OPTIMISM_INTERCEPT:.0f} +- {LAPLACE_OPTIMISM_RESIDUAL_SD:.0f} "
             "nats at this share; pass approximation='ep' (the default), or 'sampled' to check",
             UntrustedEvidenceWarning,
-            stacklevel=6,
         )

@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
-import warnings
 from collections.abc import Callable
 
 import jax
@@ -61,6 +60,7 @@ from .._linalg import psd_factor
 from ..exceptions import UntrustedEvidenceWarning
 from .._precision import as_float64, float64
 from .._validation import check_count, check_inputs, check_kernel, check_labels, check_positive
+from .._warnings import warn_user
 from ..kernels import Kernel, gram_matrix
 from ..model import hinge, log_kappa, log_nu
 from .smc import smc_runs
@@ -373,12 +373,11 @@ def annealed_log_expectation(
     work = settings["n_particles"] * (settings["n_runs"] + evals)  # each particle at beta = 0, then every slice step
     result = dataclasses.replace(result, n_moves=int(n_moves), likelihood_evaluations=int(round(work)))
     if warn and not result.runs_agree:
-        warnings.warn(
+        warn_user(
             f"the {result.n_runs} annealing runs disagree (ln Z_r spread {np.std(log_z):.2g} nats, effective number "
             f"of runs {result.ess:.1f}): the value is likely biased low and its standard error unreliable; "
             "raise n_particles (and n_mcmc_steps)",
             UntrustedEvidenceWarning,
-            stacklevel=3,
         )
     if not keep_particles:
         return result

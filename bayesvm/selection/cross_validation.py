@@ -9,11 +9,11 @@ piecewise constant, so there is no refinement or extension.
 from __future__ import annotations
 
 import itertools
-import warnings
 
 import numpy as np
 from sklearn.model_selection import StratifiedKFold
 
+from .._warnings import warn_user
 from .grid import Grid, GridEdgeWarning, edge_axes, grid_argument
 from .grid_selection import GridProblem, argmax, hyperparameters
 from ..solver.dual import solve_dual_boxes
@@ -47,8 +47,8 @@ def select_by_cv(problem: GridProblem, grid: Grid, classes, cv: int, random_stat
     index = (*argmax(-error), 0)
     at_edge = tuple(name for name, _ in edge_axes(index, grid))
     if at_edge:
-        warnings.warn(f"the cross-validation optimum is on the grid edge along {', '.join(at_edge)}; widen those axes "
-                      f"({grid_argument(at_edge)})", GridEdgeWarning, stacklevel=4)
+        warn_user(f"the cross-validation optimum is on the grid edge along {', '.join(at_edge)}; widen those axes "
+                  f"({grid_argument(at_edge)})", GridEdgeWarning)
     point = grid.point(index)
     return EvidenceSurface(
         method="cv", kernel_name=problem.template.name, shape_name=problem.template.shape_parameter, grid=grid,

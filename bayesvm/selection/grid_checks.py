@@ -35,6 +35,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._warnings import warn_user
 from ..evidence.approximations import Cells, normalization_estimator
 from ..inference.ep import ep_log_evidence
 from ..exceptions import BayesvmWarning, ConvergenceWarning, UntrustedEvidenceWarning
@@ -49,8 +50,6 @@ __all__ = ["NormalizationCheck", "GridChecks", "DegenerateSelectionWarning", "CH
 CHECKED_NORMALIZATIONS = ("ep", "annealed")
 #: a selection is flagged as degenerate when no training point's predicted P(y = +1) is further than this from 1/2
 _DEGENERATE_MARGIN = 0.1
-#: the warnings below are raised from the selection's own functions: point them at the user's call
-_STACKLEVEL = 6
 
 
 class DegenerateSelectionWarning(BayesvmWarning):
@@ -133,11 +132,11 @@ class GridChecks:
         checks = list(self.normalization_checks.values())
         unreliable = [c for c in checks if not c.reliable]
         if unreliable:
-            warnings.warn(
+            warn_user(
                 f"ln N(D) could not be estimated reliably at {len(unreliable)} of {len(checks)} checked point(s), "
                 "where the prior is far wider than the margin, and they were left out of the maximisation (NaN on "
                 "the surface); fix C or narrow the grid there (grid={'C': ..., 'C_k0': ...})",
-                UntrustedEvidenceWarning, stacklevel=_STACKLEVEL,
+                UntrustedEvidenceWarning,
             )
         failed = [c for c in checks if c.reliable and not c.agreed]
         name = {"ep": "EP's", "annealed": "the screening annealed"}.get(self.normalization)
@@ -146,34 +145,34 @@ class GridChecks:
             remedy = ("estimators=GridEstimators(normalization='annealed') is closer where EP fails"
                       if self.normalization == "ep" else f"a larger options=GridOptions(max_checks=...) checks more "
                       f"points (now {self.max_checks})")
-            warnings.warn(
+            warn_user(
                 f"{name} ln N(D) disagreed with the full annealed estimate at {len(failed)} of {len(checks)} "
                 f"checked point(s), by up to {abs(worst.annealed - worst.surface):.1f} nats (at C = "
                 f"{worst.point['C']:.3g}, C k0 = {worst.point['C_k0']:.3g}), and the full values replace the "
                 f"surface's there (EvidenceSurface.checks); {remedy}",
-                UntrustedEvidenceWarning, stacklevel=_STACKLEVEL,
+                UntrustedEvidenceWarning,
             )
         if self.normalization in CHECKED_NORMALIZATIONS and self.max_checks > 0 and key not in self.normalization_checks:
-            warnings.warn(
+            warn_user(
                 f"the check budget (max_checks={self.max_checks}) ran out before {name} ln N(D) at the selected "
                 "point was checked against the full annealed estimate; pass a larger options=GridOptions(max_checks=...) "
                 "(CLI: --max-checks)",
-                UntrustedEvidenceWarning, stacklevel=_STACKLEVEL,
+                UntrustedEvidenceWarning,
             )
         not_converged = [k for k, converged in self.posterior_tests.items() if not converged]
         if not_converged:
-            warnings.warn(
+            warn_user(
                 f"EP's posterior did not converge at {len(not_converged)} of {len(self.posterior_tests)} candidate "
                 "optimum(s), where the class probabilities cannot be computed, and they were left out of the "
                 "maximisation; fix C or narrow the grid there (grid={'C': ..., 'C_k0': ...})",
-                ConvergenceWarning, stacklevel=_STACKLEVEL,
+                ConvergenceWarning,
             )
         if self.approximation == "ep" and self.max_checks > 0 and key not in self.posterior_tests:
-            warnings.warn(
+            warn_user(
                 f"the test budget (max_checks={self.max_checks}) ran out before EP's posterior at the selected "
                 "point was tested for convergence; pass a larger options=GridOptions(max_checks=...) (CLI: "
                 "--max-checks)",
-                ConvergenceWarning, stacklevel=_STACKLEVEL,
+                ConvergenceWarning,
             )
 
 
@@ -192,11 +191,10 @@ def warn_degenerate(fit: MapSVM) -> None:
         probability = Posterior.from_fit(fit, "ep").predict_proba(fit.X)
     spread = float(np.max(np.abs(np.asarray(probability) - 0.5)))
     if spread < _DEGENERATE_MARGIN:
-        warnings.warn(
+        warn_user(
             f"the selected hyperparameters (C = {fit.C:.3g}, amplitude = {float(fit.kernel.amplitude):.3g}) give "
             f"near-constant class probabilities (every training point's P(y = +1) within {spread:.3f} of 1/2): the "
             "evidence runs into its C -> 0, large-amplitude limit. Fix C or narrow the grid (grid={'C': ...}), or "
             "compare with method='cv'",
             DegenerateSelectionWarning,
-            stacklevel=_STACKLEVEL,
         )

@@ -31,13 +31,13 @@ evidence and predictive class probabilities", Machine Learning 46 (2002).
 from __future__ import annotations
 
 import itertools
-import warnings
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import jax
 import numpy as np
 
+from .._warnings import warn_user
 from ..evidence.approximations import STAND_IN_ESTIMATORS, Cells, Estimate, naive_estimator, normalization_estimator
 from ..evidence.log_evidence import LAPLACE_MARGINAL_SHARE, Evidence
 from ..exceptions import UntrustedEvidenceWarning
@@ -58,7 +58,6 @@ _SOLVE_BATCH = 3
 #: ln Q(D) keeps its full budget (it is the reference, not a screen)
 _SCREEN_EP = {"tol": 1e-4, "log_z_tol": 1e-3}
 _SCREEN_BUDGET = EvidenceBudget()  # at role="anchor"
-_STACKLEVEL = 6
 
 
 @dataclass(frozen=True)
@@ -319,9 +318,9 @@ def _extend_at_edges(problem, grid, surface, options: GridOptions, progress):
         edges = edge_axes(index, grid)
         if not edges:
             break
-        warnings.warn(f"the evidence optimum is on the grid edge ({', '.join(f'{a} {s}' for a, s in edges)}); "
-                      f"extending the grid by {options.extend_points} point(s) there (options=GridOptions("
-                      "extend_points=..., max_extensions=...))", GridEdgeWarning, stacklevel=_STACKLEVEL)
+        warn_user(f"the evidence optimum is on the grid edge ({', '.join(f'{a} {s}' for a, s in edges)}); "
+                  f"extending the grid by {options.extend_points} point(s) there (options=GridOptions("
+                  "extend_points=..., max_extensions=...))", GridEdgeWarning)
         for name, side in edges:
             grid, surface = _extend(problem, grid, surface, name, side, options.extend_points, progress)
             extensions.append((name, side))
@@ -336,7 +335,7 @@ def _extend_at_edges(problem, grid, surface, options: GridOptions, progress):
         remedy = f"; widen those axes or fix them ({grid_argument(at_edge)})"
         if options.on_edge == "raise":
             raise ValueError(message + remedy)
-        warnings.warn(message + remedy, GridEdgeWarning, stacklevel=_STACKLEVEL)
+        warn_user(message + remedy, GridEdgeWarning)
     return grid, surface, index, tuple(extensions), at_edge
 
 
@@ -353,11 +352,10 @@ def select_on_grid(problem: GridProblem, grid: Grid, classes, options: GridOptio
     problem.checks.warn(point)
     warn_degenerate(fit)
     if problem.approximation == "laplace" and evidence.n_marginal > LAPLACE_MARGINAL_SHARE * problem.n:
-        warnings.warn(
+        warn_user(
             f"at the selected hyperparameters {evidence.n_marginal} of {problem.n} points are marginal, where the "
             "Laplace-style evidence is too optimistic and its maximum misplaced; use "
             "estimators=GridEstimators(approximation='ep') (the default)", UntrustedEvidenceWarning,
-            stacklevel=_STACKLEVEL - 1,
         )
     return EvidenceSurface(
         method="grid", kernel_name=problem.template.name, shape_name=problem.template.shape_parameter, grid=grid,
@@ -374,18 +372,18 @@ def _warn_left_out(problem: GridProblem) -> None:
     """Report the cells left out of the maximisation: untrusted estimates and amplitudes float64 cannot resolve."""
     counts = [f"{count} of {name}" for name, count in problem.unconverged.items() if count]
     if counts:
-        warnings.warn(
+        warn_user(
             f"the {problem.approximation} / {problem.normalization} estimates could not be trusted at some grid "
             f"points ({', '.join(counts)} evaluations) and are left out of the maximisation (NaN on the surface); "
             "if they lie near the optimum, narrow the grid away from them (grid={'C': ..., 'C_k0': ...})",
-            UntrustedEvidenceWarning, stacklevel=_STACKLEVEL,
+            UntrustedEvidenceWarning,
         )
     if problem.unresolvable:
-        warnings.warn(
+        warn_user(
             f"{len(problem.unresolvable)} grid point(s) have an amplitude beyond what float64 resolves at n = "
             f"{problem.n} (k0 = C_k0 / C > {max_amplitude(problem.n, 1.0):.2g} at offset ratio 1) and are left out "
             "of the maximisation (NaN on the surface); keep C_k0 / C below that (grid={'C': ..., 'C_k0': ...})",
-            UntrustedEvidenceWarning, stacklevel=_STACKLEVEL,
+            UntrustedEvidenceWarning,
         )
 
 

@@ -18,13 +18,13 @@ them; ``"auto"`` switches to the low-rank prior above
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import jax
 import numpy as np
 
 from .._validation import check_inputs
+from .._warnings import warn_user
 from ..exceptions import LowRankWarning
 from ..low_rank import inducing_inputs
 
@@ -88,11 +88,11 @@ def prior_for(X: np.ndarray, inducing="auto", *, random_state=0, weights=None) -
         if n <= AUTO_INDUCING_ABOVE:
             return FullPrior()
         m = DEFAULT_INDUCING
-        warnings.warn(
+        warn_user(
             f"{n} training points: the evidence and the posterior use a low-rank prior through {m} k-means inducing "
             f"inputs (automatic above {AUTO_INDUCING_ABOVE} points); pass inducing=None (BayesianSVC: n_inducing=None) "
             "for the full prior, or a number of inducing inputs",
-            LowRankWarning, stacklevel=5,  # prior_for, BayesianSVC.fit or select_for, two decorators, the caller
+            LowRankWarning,
         )
         return InducingPrior(inducing_inputs(X, m, random_state=random_state, sample_weight=weights))
     if isinstance(inducing, (int, np.integer)) and not isinstance(inducing, bool):

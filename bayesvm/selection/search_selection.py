@@ -15,7 +15,6 @@ result.
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +22,7 @@ import numpy as np
 from .._json import finite_or_none
 from .._precision import float64
 from .._validation import TrainingData
+from .._warnings import warn_user
 from ..evidence.log_evidence import Evidence, OneVsRestEvidence
 from ..exceptions import ConvergenceWarning, UntrustedEvidenceWarning
 from ..hyperparameters import SearchSpace
@@ -70,12 +70,12 @@ def _warn_unverified_higher(checked: list, chosen: Evidence) -> None:
         if not _sound(report) and _clearly_above(evidence, chosen):
             reason = ("ln N(D)'s runs disagree there, so that value may be too high" if not report.runs_agree
                       else "EP for ln Q(D) did not converge there")
-            warnings.warn(
+            warn_user(
                 f"the search also reached C = {C:.3g}, amplitude = {float(kernel.amplitude):.3g} with a fresh ln P(D) "
                 f"of {evidence.total:.1f} +- {evidence.total_se:.1f}, above the returned {chosen.total:.1f}, but its "
                 f"checks failed ({reason}); the returned point is the best verified one. To compare the two on "
                 f"held-out data, fit BayesianSVC(C={C:.3g}, amplitude={float(kernel.amplitude):.3g}, ...) as well",
-                UntrustedEvidenceWarning, stacklevel=4,
+                UntrustedEvidenceWarning,
             )
             return
 
@@ -174,8 +174,8 @@ def select_by_search(data: TrainingData, template: Kernel, *, space: SearchSpace
                                         weights=data.weights)
     for i, message in enumerate(ascent.messages):
         if message.startswith("skipped"):
-            warnings.warn(f"start {i} of the search was {message}; the answer comes from the other starts",
-                          ConvergenceWarning, stacklevel=3)
+            warn_user(f"start {i} of the search was {message}; the answer comes from the other starts",
+                      ConvergenceWarning)
     check = _FreshChecks(data, prior, random_state, options.budget)
     refined_at: set[bytes] = set()
     while True:

@@ -19,12 +19,12 @@ rows, with a :class:`~bayesvm.SubsampleWarning`.
 from __future__ import annotations
 
 import numbers
-import warnings
 
 import numpy as np
 from sklearn.model_selection import train_test_split
 
 from .._validation import TrainingData
+from .._warnings import warn_user
 from ..exceptions import SubsampleWarning
 
 __all__ = ["DEFAULT_SELECTION_SIZE", "selection_subset"]
@@ -35,7 +35,7 @@ __all__ = ["DEFAULT_SELECTION_SIZE", "selection_subset"]
 DEFAULT_SELECTION_SIZE = 250
 
 
-def selection_subset(data: TrainingData, selection_size="auto", *, random_state=0, stacklevel: int = 2,
+def selection_subset(data: TrainingData, selection_size="auto", *, random_state=0,
                      selects: bool = True) -> tuple[TrainingData, np.ndarray | None]:
     """The rows the selection works on: ``(data, None)`` for all of them, or a stratified subsample and its row
     indices (sorted). Every class keeps at least two rows (the subsample grows by the few it takes).
@@ -43,9 +43,8 @@ def selection_subset(data: TrainingData, selection_size="auto", *, random_state=
     ``selection_size``: ``"auto"`` (all rows up to :data:`DEFAULT_SELECTION_SIZE`, a subsample of that many
     above, with a :class:`~bayesvm.SubsampleWarning`), None (all rows), or a number of rows. Every row is kept where
     fewer rows than classes would be left out (a stratified draw leaves a row of each class out).
-    ``stacklevel``: the warning's, as in :func:`warnings.warn` (callers behind decorators raise it so that it
-    points at the user's line). ``selects``: False where every hyperparameter is fixed and the subsample serves the
-    evidence alone (the warning says so).
+    ``selects``: False where every hyperparameter is fixed and the subsample serves the evidence alone (the warning
+    says so).
     """
     n = data.X.shape[0]
     if selection_size is None:
@@ -60,10 +59,10 @@ def selection_subset(data: TrainingData, selection_size="auto", *, random_state=
         return data, None
     if automatic:
         what = "the hyperparameters are selected" if selects else "the evidence is computed (when it is read)"
-        warnings.warn(
+        warn_user(
             f"{n} training rows: {what} on a stratified subsample of {size} rows and the posterior is fitted on all "
             f"{n}; pass selection_size=None to use every row (slow) or a number of rows",
-            SubsampleWarning, stacklevel=stacklevel + 1,
+            SubsampleWarning,
         )
     try:
         rows, _ = train_test_split(np.arange(n), train_size=size, stratify=labels, random_state=random_state)

@@ -26,6 +26,7 @@ from typing import NamedTuple
 
 from .._precision import float64
 from .._validation import TrainingData
+from .._warnings import warn_user
 from ..evidence.log_evidence import (Evidence, OneVsRestEvidence, one_vs_rest_evidence, point_cells,
                                      training_normalization)
 from ..kernels import Kernel
@@ -107,24 +108,24 @@ def warn_untrusted(report: TrustReport, C: float, amplitude: float) -> None:
     """Say which test failed at the selected point, in the user's terms."""
     where = f"at the selected point (C = {C:.3g}, amplitude = {amplitude:.3g})"
     if not report.runs_agree:
-        warnings.warn(
+        warn_user(
             f"ln N(D)'s fixed budget ran out before its tempered-SMC runs agreed {where}: ln P(D) is likely "
             f"overstated and its error ({report.reference_se:.2f} nats) is that of a single run. The hyperparameters "
             "and probabilities stand; pass a larger evidence_budget, or call certify_evidence() on the fitted "
             "estimator (bayesvm select --certify), to estimate ln P(D) more precisely",
-            EvidenceBudgetWarning, stacklevel=5,
+            EvidenceBudgetWarning,
         )
     elif not report.normalization_agrees:
-        warnings.warn(
+        warn_user(
             f"the search's ln N(D) ({report.search_log_normalization:.2f}) and a fresh estimate "
             f"({report.reference_log_normalization:.2f} +- {report.reference_se:.2f}) disagree {where}: the point "
             "may not be the evidence maximum, and ln P(D) there may be overstated by more than its standard error. "
             "Pass a larger evidence_budget for a more precise search",
-            UntrustedEvidenceWarning, stacklevel=5,
+            UntrustedEvidenceWarning,
         )
     if not report.naive_converged:
-        warnings.warn(
+        warn_user(
             f"EP's posterior did not converge {where}, so ln Q(D) and the class probabilities there are unreliable "
             "(the small-C, huge-amplitude corner). Fix C, or fix a smaller amplitude",
-            ConvergenceWarning, stacklevel=5,
+            ConvergenceWarning,
         )

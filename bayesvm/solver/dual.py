@@ -44,7 +44,6 @@ tolerance or to the rounding floor n eps C max K_ii, whichever is larger
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from functools import partial
 from typing import NamedTuple
@@ -57,6 +56,7 @@ from .. import _linalg
 from ._dual_ascent import active_set_polish, coordinate_ascent, monotone_polish, projected_gradient_abs
 from .._precision import float64, numpy_leaves
 from .._validation import check_inputs, check_kernel, check_labels, check_positive, training_data
+from .._warnings import warn_user
 from ..compilation import jit
 from ..exceptions import ConvergenceWarning
 from ..kernels import RBF, Kernel, gram_matrix
@@ -413,7 +413,7 @@ def fit_map(X, y, *, C: float = 1.0, kernel: Kernel | None = None, sample_weight
     kernel = check_kernel(RBF() if kernel is None else kernel, data.X.shape[1])
     tol = check_positive(tol, "tol")
     return fit_map_on_gram(gram_matrix(kernel, data.X), data.X, data.Y[0], data.classes, C, kernel,
-                           weights=data.weights, tol=tol, max_iter=max_iter, stacklevel=4)
+                           weights=data.weights, tol=tol, max_iter=max_iter)
 
 
 def _convergence_message(solution: DualSolution, K: np.ndarray, C: float, weights, tol: float,
@@ -446,14 +446,12 @@ def _convergence_message(solution: DualSolution, K: np.ndarray, C: float, weight
 
 
 def fit_map_on_gram(K, X: np.ndarray, y_pm: np.ndarray, classes: np.ndarray, C: float, kernel: Kernel, *,
-                    weights: np.ndarray | None = None, tol: float = 1e-8, max_iter: int | None = None,
-                    stacklevel: int = 2) -> MapSVM:
+                    weights: np.ndarray | None = None, tol: float = 1e-8, max_iter: int | None = None) -> MapSVM:
     """:func:`fit_map` on validated data whose prior covariance K = kernel(X, X) is already built (the layers
     below a public entry point, which share one Gram matrix between several fits and estimates); ``weights``: the
     rows' weights (None: 1 each)."""
     solution = _solve_adaptive(_ascend_jit, _finish_jit, K, np.asarray(y_pm, dtype=np.float64),
                                np.asarray(C, dtype=np.float64), tol, max_iter, weights)
     if not bool(solution.converged):
-        warnings.warn(_convergence_message(solution, np.asarray(K), C, weights, tol, max_iter), ConvergenceWarning,
-                      stacklevel=stacklevel)
+        warn_user(_convergence_message(solution, np.asarray(K), C, weights, tol, max_iter), ConvergenceWarning)
     return MapSVM(X=X, y=y_pm, classes=classes, kernel=kernel, C=C, solution=solution, weights=weights)
