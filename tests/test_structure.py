@@ -1,5 +1,6 @@
-"""The package's layout: its subpackages import each other one way (kernels -> solver -> inference ->
-normalization -> evidence -> posterior -> selection -> estimator / cli / plotting), with no cycle."""
+"""The package's layout: its subpackages import each other one way, in the order of :data:`LAYERS` (kernels ->
+solver -> inference -> normalization and posterior -> evidence -> selection -> estimator -> cli), with no cycle.
+plotting draws plain arrays and imports none of them; selection's evidence surfaces call it to draw themselves."""
 
 from __future__ import annotations
 
@@ -9,6 +10,10 @@ from pathlib import Path
 import bayesvm
 
 PACKAGE = Path(bayesvm.__file__).resolve().parent
+
+#: the layers, lowest first: a module imports only from its own layer or the layers below it
+LAYERS = (("kernels",), ("solver",), ("inference",), ("normalization", "posterior"), ("evidence",), ("selection",),
+          ("estimator",), ("cli",))
 
 
 def _imports() -> dict[str, set[str]]:
@@ -68,3 +73,12 @@ def test_no_import_cycle_among_the_subpackages():
     assert {"evidence", "normalization", "inference", "posterior", "selection"} <= set(edges)  # the scan sees them
     assert _cycle(edges) is None, f"import cycle: {' -> '.join(_cycle(edges))}"
     assert "evidence" not in edges["inference"] and "normalization" not in edges["inference"]
+
+
+def test_each_layer_imports_only_from_the_layers_below():
+    edges = _imports()
+    layer = {name: i for i, names in enumerate(LAYERS) for name in names}
+    upward = sorted(f"{source} -> {destination}" for source, destinations in edges.items() if source in layer
+                    for destination in destinations if layer.get(destination, -1) > layer[source])
+    assert not upward, f"imports against the layer order {LAYERS}: {upward}"
+    assert "posterior" not in edges["normalization"] and "normalization" not in edges["posterior"]  # siblings
