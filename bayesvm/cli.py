@@ -39,6 +39,7 @@ from ._cli_report import (
     write_json,
 )
 from ._precision import float64
+from .normalization.draws import GRID_PRIOR_DRAWS
 
 __all__ = ["main"]
 
@@ -486,8 +487,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "sampling")
     select.add_argument("--max-checks", type=int, default=8,
                         help="--method grid: annealed checks of ln N(D) at the evidence maximum (default 8; 0: none)")
-    select.add_argument("--n-samples", type=int, default=1000,
-                        help="--method grid: prior draws for --normalization prior (default 1000)")
+    select.add_argument("--n-samples", type=int, default=GRID_PRIOR_DRAWS,
+                        help=f"--method grid: prior draws for --normalization prior (default {GRID_PRIOR_DRAWS})")
     select.add_argument("--no-refine", action="store_true", help="--method grid: skip the local refinement")
     select.add_argument("--inducing", default="auto", metavar="M",
                         help="the evidence on a low-rank prior through M k-means inducing inputs, O(n M^2): 'auto' "

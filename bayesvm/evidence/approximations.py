@@ -69,7 +69,7 @@ from ..kernels import Kernel
 from ..normalization.low_rank import LowRankNormalizationPath
 from ..normalization.path import NormalizationPath, ReweightedPath
 from ..inference.laplace import DETERMINANTS, NaiveEvidenceTerms, laplace_factor, laplace_log_naive_evidence
-from ..normalization.draws import draws_from_base, log_normalization_from_draws
+from ..normalization.draws import PRIOR_DRAWS, draws_from_base, log_normalization_from_draws
 from ..solver.dual import solve_dual_boxes
 
 __all__ = [
@@ -393,7 +393,7 @@ class PriorNormalization:
     (common random numbers). Untrusted below ``_MIN_PRIOR_ESS`` effective draws.
     """
 
-    n_samples: int = 2000
+    n_samples: int = PRIOR_DRAWS
     key: int = 0
 
     def __call__(self, cells: Cells) -> Estimate:

@@ -35,7 +35,7 @@ from ..normalization.budget import EvidenceBudget
 from ..low_rank import inducing_inputs, low_rank_prior
 from ..normalization.low_rank import annealed_log_normalization_low_rank
 from ..inference.laplace import DETERMINANTS, NaiveEvidenceTerms
-from ..normalization.draws import normalization_inputs
+from ..normalization.draws import PRIOR_DRAWS, STAND_IN_INPUTS, normalization_inputs
 from ..posterior import LowRankPosterior, Posterior, low_rank_posteriors
 from ..solver.dual import MapSVM, fit_map_on_gram
 
@@ -193,8 +193,8 @@ def log_normalization(
     n: int,
     inputs,
     method: str = "annealed",
-    n_samples: int = 2000,
-    max_inputs: int = 500,
+    n_samples: int = PRIOR_DRAWS,
+    max_inputs: int = STAND_IN_INPUTS,
     random_state=0,
     evidence_budget: float = 1.0,
 ) -> Estimate:
@@ -290,8 +290,8 @@ def log_evidence(
     determinant: str = "regularized",
     normalization: str = "annealed",
     normalization_inputs_from="training",
-    n_samples: int = 2000,
-    max_inputs: int = 500,
+    n_samples: int = PRIOR_DRAWS,
+    max_inputs: int = STAND_IN_INPUTS,
     random_state=0,
     inducing=None,
     evidence_budget: float = 1.0,
@@ -357,7 +357,7 @@ def log_evidence(
 
 def evidences_at(data: TrainingData, C: float, kernel: Kernel, *, approximation: str = "ep",
                  determinant: str = "regularized", normalization: str = "annealed", normalization_inputs_from="training",
-                 n_samples: int = 2000, max_inputs: int = 500, random_state=0,
+                 n_samples: int = PRIOR_DRAWS, max_inputs: int = STAND_IN_INPUTS, random_state=0,
                  normalization_estimate: Estimate | None = None,
                  budget: EvidenceBudget = EvidenceBudget(), cells: Cells | None = None) -> tuple[Evidence, ...]:
     """The :class:`Evidence` of each binary problem of validated ``data`` at a valid (C, kernel).

@@ -10,5 +10,7 @@
 * :mod:`~bayesvm.normalization.ep_started`: tempered SMC started from EP's Gaussian (the check's second route);
 * :mod:`~bayesvm.normalization.path`: ln N(D) and its gradient along a search path, by
   reweighting tempered-SMC particles;
-* :mod:`~bayesvm.normalization.low_rank`: the same under a low-rank prior.
+* :mod:`~bayesvm.normalization.low_rank`: the same under a low-rank prior;
+* :mod:`~bayesvm.normalization.agreement`: when two estimates agree within their errors, and when one lies clearly
+  above another.
 """

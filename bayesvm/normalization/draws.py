@@ -37,10 +37,23 @@ from ..model import log_nu
 
 Array = jax.Array
 
-__all__ = ["PriorDraws", "DrawsEstimate", "INPUT_CHOICES", "normalization_inputs", "prior_draws",
-           "draws_from_base", "log_normalization_from_draws"]
+__all__ = ["PriorDraws", "DrawsEstimate", "INPUT_CHOICES", "PRIOR_DRAWS", "STAND_IN_INPUTS", "GRID_PRIOR_DRAWS",
+           "GRID_STAND_IN_INPUTS", "normalization_inputs", "prior_draws", "draws_from_base",
+           "log_normalization_from_draws"]
 
 INPUT_CHOICES = ("training", "gaussian", "box")
+
+# Every default of plain prior sampling (log_evidence, log_normalization, the estimators, the grid, the command line):
+# one for an estimate at one point, one for a grid, which estimates ln N(D) at each of its many cells.
+
+#: prior draws S of one estimate at one point: its standard error falls as 1/sqrt(S), its bias at realistic n does not
+PRIOR_DRAWS = 2000
+#: stand-in inputs M of one estimate at one point (the training inputs subsampled to M, or M drawn); cost grows with M
+STAND_IN_INPUTS = 500
+#: prior draws per cell of a grid, which evaluates S x M latents at every one of its many cells: fewer than one point's
+GRID_PRIOR_DRAWS = 1000
+#: stand-in inputs of a grid, for the same reason
+GRID_STAND_IN_INPUTS = 300
 
 
 class DrawsEstimate(NamedTuple):
@@ -58,7 +71,7 @@ class PriorDraws(NamedTuple):
     b: Array
 
 
-def normalization_inputs(X, choice="training", *, max_inputs: int = 500, random_state=0) -> np.ndarray:
+def normalization_inputs(X, choice="training", *, max_inputs: int = STAND_IN_INPUTS, random_state=0) -> np.ndarray:
     """The M input points that stand in for the input distribution Q(x).
 
     ``choice``: ``"training"`` (the rows of X, subsampled without replacement
@@ -83,14 +96,14 @@ def normalization_inputs(X, choice="training", *, max_inputs: int = 500, random_
 
 
 @float64
-def prior_draws(kernel: Kernel, inputs, *, n_samples: int = 2000, random_state=0) -> PriorDraws:
+def prior_draws(kernel: Kernel, inputs, *, n_samples: int = PRIOR_DRAWS, random_state=0) -> PriorDraws:
     """Unit-amplitude GP prior draws at ``inputs`` for the kernel's shape (one factorisation)."""
     base = gram_matrix(kernel.replace(amplitude=1.0, offset=0.0), jnp.asarray(inputs))
     return draws_from_base(base, n_samples=n_samples, random_state=random_state)
 
 
 @float64
-def draws_from_base(base, *, n_samples: int = 2000, random_state=0) -> PriorDraws:
+def draws_from_base(base, *, n_samples: int = PRIOR_DRAWS, random_state=0) -> PriorDraws:
     """S = ``n_samples`` draws f ~ N(0, base) (through :func:`bayesvm._linalg.psd_factor`) and b ~ N(0, 1)."""
     L = jnp.asarray(psd_factor(np.asarray(base, dtype=np.float64)))
     key_f, key_b = jax.random.split(jax.random.PRNGKey(random_state))

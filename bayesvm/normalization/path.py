@@ -61,6 +61,7 @@ from jax.scipy.special import logsumexp
 
 from .. import _linalg
 from .._precision import float64
+from .agreement import beyond_error, combined_se
 from .annealing import DEFAULT_MAX_SHRINKS, AnnealingResult, as_key, product_route_log_likelihood
 from .budget import EvidenceBudget, budgeted_log_normalization
 from .smc import moves_at_target
@@ -404,7 +405,8 @@ class ReweightedPath:
         For where a fresh estimate at x has shown the path's value there to be off: agreeing runs of a small
         budget can all miss the same mass and lie low, and a search then climbs towards where they do. An anchor
         contradicts the new one when its particles serve x (:meth:`estimate`'s rules) and its estimate there
-        differs from the new value by more than ``tolerance`` nats and three combined standard errors; anchors
+        differs from the new value by more than ``tolerance`` nats and three combined standard errors
+        (:func:`bayesvm.normalization.agreement.beyond_error`); anchors
         that do not serve x are kept. Returns the estimate at x from the new anchor. Where the new anchor is not
         resolved, or its own runs disagree (its value is then likely low itself, so it can show nothing wrong with
         the others), the path is left as it was.
@@ -426,7 +428,7 @@ class ReweightedPath:
             serving = self._served(anchor, x)
             if serving is not None:
                 old = _path_estimate(anchor, serving[0], anchored=False)
-                if abs(old.value - new.value) > max(tolerance, 3.0 * float(np.hypot(old.se, new.se))):
+                if beyond_error(old.value, new.value, se=combined_se(old.se, new.se), floor=tolerance):
                     continue
             kept.append(anchor)
         self.anchors = [*kept, new]

@@ -38,6 +38,7 @@ import numpy as np
 from .._warnings import warn_user
 from ..evidence.approximations import Cells, normalization_estimator
 from ..inference.ep import ep_log_evidence
+from ..normalization.agreement import within_error
 from ..exceptions import BayesvmWarning, ConvergenceWarning, UntrustedEvidenceWarning
 from ..posterior import Posterior
 from ..solver.dual import MapSVM
@@ -67,7 +68,8 @@ class NormalizationCheck(NamedTuple):
     """The surface's ln N(D) at one grid point against a full tempered-SMC estimate of the same integral.
 
     ``point`` holds the surface coordinates; ``surface`` is the value the
-    surface had there; ``agreed`` is |surface - annealed| <= max(tolerance, 3 se);
+    surface had there; ``agreed`` is |surface - annealed| <= max(tolerance, 3 se)
+    (:func:`bayesvm.normalization.agreement.within_error`);
     ``reliable`` says the full estimate's independent runs agree (otherwise it
     is biased low and its se is not to be trusted).
     """
@@ -105,7 +107,7 @@ class GridChecks:
         """The full tempered-SMC ln N(D) of the one-cell ``cell`` against the surface's ``value`` there."""
         # seeded apart from the screening runs, so that the check is independent of the value it checks
         full = normalization_estimator("annealed", key=self.random_state + 1)(cell).at(0)
-        agreed = abs(value - full.value) <= max(NORMALIZATION_TOLERANCE, 3.0 * full.se)
+        agreed = within_error(value, full.value, se=full.se, floor=NORMALIZATION_TOLERANCE)
         check = NormalizationCheck(dict(point), float(value), full.value, full.se, bool(agreed), full.trusted)
         self.normalization_checks[cell_key(point)] = check
         return check

@@ -46,6 +46,7 @@ from .grid_checks import GridChecks, cell_key, warn_degenerate
 from ..hyperparameters import max_amplitude
 from ..kernels import Kernel, gram_matrix
 from ..normalization.budget import EvidenceBudget
+from ..normalization.draws import GRID_PRIOR_DRAWS
 from ..inference.laplace import NaiveEvidenceTerms
 from ..solver.dual import DualSolution, MapSVM, solve_dual_boxes
 from .surface import EvidenceSurface
@@ -125,7 +126,7 @@ class GridProblem:
     inputs: np.ndarray
     random_state: int = 0
     determinant: str = "regularized"
-    n_samples: int = 1000
+    n_samples: int = GRID_PRIOR_DRAWS
     unconverged: dict = field(default_factory=lambda: {"ln Q(D)": 0, "ln N(D)": 0})
     unresolvable: set = field(default_factory=set)
     _bases: dict = field(default_factory=dict)

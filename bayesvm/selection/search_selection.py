@@ -27,6 +27,7 @@ from ..evidence.log_evidence import Evidence, OneVsRestEvidence
 from ..exceptions import ConvergenceWarning, UntrustedEvidenceWarning
 from ..hyperparameters import SearchSpace
 from ..kernels import Kernel, is_ard
+from ..normalization.agreement import clearly_above, combined_se
 from ..normalization.annealing import AnnealingResult
 from ..normalization.budget import EvidenceBudget
 from .search import EvidenceAscent, SearchOptions, SearchResult
@@ -36,9 +37,14 @@ from .trust import NORMALIZATION_TOLERANCE, TrustReport, check_point, trust_repo
 __all__ = ["SearchSelection", "hyperparameter_dict", "select_by_search"]
 
 
+#: nats by which one fresh ln P(D) must exceed another's, on top of three standard errors, to count as clearly higher
+_CLEARLY_HIGHER_NATS = 1.0
+
+
 def _clearly_above(evidence: Evidence, other: Evidence) -> bool:
     """ln P(D) above the other's by more than 1 nat plus three standard errors of their difference."""
-    return evidence.total > other.total + 1.0 + 3.0 * float(np.hypot(evidence.total_se, other.total_se))
+    return clearly_above(evidence.total, other.total, se=combined_se(evidence.total_se, other.total_se),
+                         margin=_CLEARLY_HIGHER_NATS)
 
 
 def _sound(report: TrustReport) -> bool:

@@ -29,7 +29,7 @@ from .grid_selection import GridOptions, GridProblem, select_on_grid
 from ..hyperparameters import SearchSpace
 from ..kernels import Kernel, is_ard
 from ..inference.laplace import DETERMINANTS
-from ..normalization.draws import normalization_inputs
+from ..normalization.draws import GRID_PRIOR_DRAWS, GRID_STAND_IN_INPUTS, normalization_inputs
 from ..normalization.budget import EvidenceBudget
 from .search import SearchOptions, default_starts
 from .search_selection import SearchSelection, select_by_search
@@ -54,15 +54,17 @@ class GridEstimators:
     tens of nats low where the latents are strongly correlated, which the
     checks correct at the argmax only; ``"prior"``: plain sampling over
     stand-in inputs, biased low at realistic n, with ``inputs_from``,
-    ``n_samples`` and ``max_inputs``).
+    ``n_samples`` and ``max_inputs``: by default fewer per cell than one point's,
+    :data:`~bayesvm.normalization.draws.GRID_PRIOR_DRAWS` and
+    :data:`~bayesvm.normalization.draws.GRID_STAND_IN_INPUTS`).
     """
 
     approximation: str = "ep"
     determinant: str = "regularized"
     normalization: str = "annealed"
     inputs_from: object = "training"
-    n_samples: int = 1000
-    max_inputs: int = 300
+    n_samples: int = GRID_PRIOR_DRAWS
+    max_inputs: int = GRID_STAND_IN_INPUTS
 
     def __post_init__(self):
         if self.approximation not in NAIVE_ESTIMATORS:

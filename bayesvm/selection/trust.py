@@ -8,7 +8,8 @@ estimators, and three tests decide whether the point can be trusted:
   fixed budget (:class:`bayesvm.normalization.budget.EvidenceBudget`); its runs
   must agree (otherwise it is biased low and the evidence
   biased high), and it must agree with the search's estimate within
-  ``NORMALIZATION_TOLERANCE`` nats or three standard errors;
+  ``NORMALIZATION_TOLERANCE`` nats or three standard errors
+  (:func:`bayesvm.normalization.agreement.within_error`);
 * ln Q(D): EP run to full convergence;
 * EP's posterior (what the estimator predicts with) must converge: in the
   small-C, huge-amplitude corner its sites can keep moving for ever, and
@@ -31,6 +32,7 @@ from ..evidence.log_evidence import (Evidence, OneVsRestEvidence, one_vs_rest_ev
                                      training_normalization)
 from ..kernels import Kernel
 from ..exceptions import BayesvmWarning, ConvergenceWarning, EvidenceBudgetWarning, UntrustedEvidenceWarning
+from ..normalization.agreement import within_error
 from ..normalization.annealing import AnnealingResult
 from ..normalization.budget import EvidenceBudget
 
@@ -96,9 +98,8 @@ def trust_report(evidence: Evidence | OneVsRestEvidence, search_log_normalizatio
     search's estimate of ln N(D) there (a search that has refined its path may hold a new one for the same point)."""
     problems = evidence.problems if isinstance(evidence, OneVsRestEvidence) else (evidence,)
     shared = problems[0]  # ln N(D) is one estimate for every problem
-    agrees = abs(search_log_normalization - shared.log_normalization) <= max(
-        NORMALIZATION_TOLERANCE, 3.0 * shared.log_normalization_se
-    )
+    agrees = within_error(search_log_normalization, shared.log_normalization, se=shared.log_normalization_se,
+                          floor=NORMALIZATION_TOLERANCE)
     return TrustReport(float(search_log_normalization), shared.log_normalization, shared.log_normalization_se,
                        bool(shared.normalization_trusted), bool(agrees),
                        all(problem.naive_converged for problem in problems))
