@@ -489,6 +489,14 @@ def solver_convergence(now: dict, before: dict) -> str:
 
 
 #: the views a marker may name
+def fit_hops(data: dict) -> str:
+    """docs/internals.md: the bayesvm modules a default fit runs code in and the depth of its bayesvm frames."""
+    target = {t["name"]: f"at most {t['limit']}: {verdict(t['met'])}" for t in data["targets"]}
+    rows = [[name, len(fit["modules"]), fit["depth"]] for name, fit in data["fits"].items()]
+    rows.append([f"target (first fit, {data['rows']} rows)", target["modules"], target["depth"]])
+    return table(["fit", "bayesvm modules", "deepest bayesvm frames"], rows)
+
+
 VIEWS = {view.__name__: view for view in (speed_verdict, subsample_lever, duplicates, duplicates_targets, cold_start,
                                          every_row_against_subsample, subsample_size, agreement_map,
-                                         solver_convergence)}
+                                         solver_convergence, fit_hops)}
