@@ -1,7 +1,8 @@
 """How far a default fit travels: the bayesvm modules whose code runs, and how deep its bayesvm frames nest.
 
 A newcomer follows a fit through the package; this counts what they would have to read. ``sys.setprofile`` sees
-every Python call of the first default ``BayesianSVC().fit`` of 80 breast-cancer rows in this (fresh) process, so
+every Python call of the first default ``BayesianSVC().fit`` of 80 breast-cancer rows in this (fresh) process,
+with the package's compilation cache off (``BAYESVM_NO_CACHE=1``: a program loaded from the cache is not traced), so
 the Python code that JAX traces counts, and then of a second fit in the same process (host code only: the traced
 programs are reused). The package's float64 and jit wrappers (``bayesvm/_precision.py``, ``bayesvm/compilation.py``)
 are left out of both counts, and so are frames of other libraries between the package's own.
@@ -15,6 +16,7 @@ nested at most 15 deep. Usage::
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -74,6 +76,7 @@ def counted_fit(X, y) -> HopCounter:
 
 
 def main() -> None:
+    os.environ["BAYESVM_NO_CACHE"] = "1"  # before bayesvm is imported: every program is traced in this process
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_standard_arguments(parser, out=RESULTS / "fit_hops.json")
     args = parser.parse_args()
