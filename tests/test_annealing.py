@@ -516,3 +516,32 @@ def test_particles_kept_unmoved_are_moved_at_the_target_without_duplicates():
     assert len(np.unique(np.asarray(kept.particles).reshape(rows, size), axis=0)) < 0.9 * rows
     assert len(np.unique(theta.reshape(rows, size), axis=0)) > 0.95 * rows
     _assert_target_moments(theta.reshape(rows, size), K, c)
+
+
+def test_init_and_step_in_the_callers_loop_are_the_sampler():
+    """The sampler is a pure init and step with the loop in the caller: a plain Python loop over the step, with the
+    keys smc_runs derives, reaches beta = 1 with the same ln Z per run as smc_runs itself, and the ESS target holds
+    at every adaptive step but the last."""
+    from bayesvm.normalization.smc import build_step, init, smc_runs
+
+    with float64_scope():
+        X = np.random.default_rng(2).normal(size=(12, 2))
+        chol = prior_factor(np.asarray(bayesvm.kernels.gram_matrix(RBF(amplitude=4.0, offset=1.0), X)))
+        args = (np.float64(3.0), np.ones(12))
+        schedule = np.ones(65)
+        options = dict(target_ess=0.5, n_mcmc_steps=2)
+        runs = smc_runs(product_route_log_likelihood, chol, jax.random.PRNGKey(5), args, schedule, np.asarray(True),
+                        n_particles=32, n_runs=4, max_temperatures=64, max_shrinks=20, **options)
+        loglik = jax.vmap(lambda theta: product_route_log_likelihood(theta, *args))
+        init_key, loop_key = jax.random.split(jax.random.fold_in(jax.random.PRNGKey(5), 0))
+        step = build_step(chol, loglik, schedule, True, temperature_cap=64, max_shrinks=20, move_last=False,
+                          **options)
+        state, infos = init(init_key, chol, loglik, 4, 32), []
+        while np.any(np.asarray(state.beta) < 1.0):
+            state, info = step(jax.random.fold_in(loop_key, state.t), state)
+            infos.append(info)
+    np.testing.assert_allclose(np.asarray(state.log_z), np.asarray(runs.log_z), rtol=0, atol=1e-10)
+    assert len(infos) == int(np.max(np.asarray(runs.steps))) > 2
+    for info in infos:
+        reached = np.asarray(info.active) & (np.asarray(info.beta) < 1.0)
+        assert np.all(np.asarray(info.ess)[reached] >= 0.5 - 1e-6)

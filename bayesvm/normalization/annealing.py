@@ -360,9 +360,9 @@ def annealed_log_expectation(
                                                      temperature_cap or settings["max_temperatures"])),
                         **{**settings, "n_runs": batch})
                for index in range(n_batches)]  # dispatched without waiting: the batches queue on the device
-    log_z, steps, schedule, min_ess, final_beta = (np.concatenate([np.asarray(b[i]) for b in batches])
-                                                   for i in (0, 1, 2, 3, 7))
-    evals, stuck, n_moves = (sum(float(b[i]) for b in batches) for i in range(4, 7))
+    log_z, steps, schedule, min_ess, final_beta = (np.concatenate([np.asarray(getattr(b, field)) for b in batches])
+                                                   for field in ("log_z", "steps", "schedule", "min_ess", "beta"))
+    evals, stuck, n_moves = (sum(float(getattr(b, field)) for b in batches) for field in ("evals", "stuck", "n_moves"))
     log_z = _checked_runs(log_z, final_beta, settings["max_temperatures"])
     n_moves = max(n_moves, 1.0)
     result = _summarise(
@@ -381,7 +381,7 @@ def annealed_log_expectation(
         )
     if not keep_particles:
         return result
-    particles = batches[0][8] if n_batches == 1 else np.concatenate([np.asarray(b[8]) for b in batches])
+    particles = batches[0].theta if n_batches == 1 else np.concatenate([np.asarray(b.theta) for b in batches])
     return dataclasses.replace(result, particles=particles)
 
 

@@ -25,7 +25,7 @@ from ..compilation import jit
 
 Array = jax.Array
 
-__all__ = ["moves_at_target", "smc_runs"]
+__all__ = ["SMCInfo", "SMCRuns", "SMCState", "build_step", "init", "moves_at_target", "smc_runs"]
 
 
 def _ess_fraction(log_weights: Array) -> Array:
@@ -135,19 +135,101 @@ def _elliptical_slice(key, theta, ll, beta, chol, loglik, max_shrinks: int):
     return new.reshape(R, N, -1), new_ll.reshape(R, N), evals.reshape(R, N), done.reshape(R, N)
 
 
-class _SMCState(NamedTuple):
-    """The carry of :func:`smc_runs`' loop over temperatures; every field but ``t`` has the runs on its leading axis."""
+class SMCState(NamedTuple):
+    """R tempered-SMC runs between two steps; every field but ``t`` has the runs on its leading axis."""
 
     t: Array  # steps taken (scalar)
-    theta: Array  # particles (R, N, M)
+    theta: Array  # particles (R, N, M), equally weighted
     ll: Array  # their log-likelihoods L(theta) (R, N)
     beta: Array  # current temperature (R,)
     log_z: Array  # ln Z accumulated so far (R,)
-    schedule: Array  # temperatures reached, NaN-padded (R, max_temperatures + 1)
-    min_ess: Array  # smallest ESS fraction of the incremental weights (R,)
-    evals: Array  # summed mean slice evaluations per move (R,)
-    stuck: Array  # summed fractions of moves left at max_shrinks (R,)
-    n_moves: Array  # moves made (R,)
+
+
+class SMCInfo(NamedTuple):
+    """What one step did, per run: whether the run was still below beta = 1 (``active``), the temperature it
+    reached, the ESS fraction of its incremental weights, and for the moves at a temperature below 1 the mean slice
+    evaluations per move and the share of moves that left a particle in place (summed over its moves) and their
+    number."""
+
+    active: Array
+    beta: Array
+    ess: Array
+    evals: Array
+    stuck: Array
+    n_moves: Array
+
+
+def init(key: Array, chol: Array, loglik: Callable, n_runs: int, n_particles: int) -> SMCState:
+    """R runs of N particles drawn from the prior N(0, chol chol^T) at beta = 0 (``loglik`` maps (P, M) to (P,))."""
+    w = jax.random.normal(key, (n_runs, n_particles, chol.shape[1]), chol.dtype)
+    theta = w @ chol.T
+    zeros = jnp.zeros(n_runs, chol.dtype)
+    ll = loglik(theta.reshape(n_runs * n_particles, -1)).reshape(n_runs, n_particles)
+    return SMCState(0, theta, ll, zeros, zeros)
+
+
+def build_step(chol: Array, loglik: Callable, temperatures: Array, adaptive: Array, *, target_ess: Array | float,
+               temperature_cap: Array | int, n_mcmc_steps: Array | int, max_shrinks: int,
+               move_last: Array | bool) -> Callable[[Array, SMCState], tuple[SMCState, SMCInfo]]:
+    """The tempering step ``step(key, state) -> (state, info)`` of :func:`smc_runs`' loop.
+
+    Choose beta_{t+1} (adaptive: the largest step that keeps ``target_ess`` of the particles effective; otherwise
+    the next of ``temperatures``; at ``temperature_cap`` steps the rest of the way to 1), add
+    ln mean_i exp((beta_{t+1} - beta_t) L_i) to ln Z, resample systematically and move every particle
+    ``n_mcmc_steps`` times at beta_{t+1} by elliptical slice sampling (after the last reweighting only with
+    ``move_last``). Runs already at beta = 1 are left as they are.
+    """
+
+    def step(key: Array, c: SMCState) -> tuple[SMCState, SMCInfo]:
+        t, beta = c.t, c.beta
+        R, N = c.ll.shape
+        zeros = jnp.zeros(R, c.ll.dtype)
+        active = beta < 1.0
+        delta = jax.lax.cond(
+            adaptive,
+            lambda: _next_increment(c.ll, beta, target_ess),
+            lambda: jnp.full(R, temperatures[t + 1] - temperatures[t]),
+        )
+        # the cap's step goes the rest of the way: the work is bounded, the estimate still unbiased
+        delta = jnp.where(active, jnp.where(t + 1 >= temperature_cap, 1.0 - beta, delta), 0.0)
+        log_w = delta[:, None] * c.ll
+        log_z = c.log_z + logsumexp(log_w, -1) - jnp.log(N)
+        beta = jnp.where(active & (delta >= 1.0 - beta), 1.0, beta + delta)
+        resample_key, move_key = jax.random.split(key)
+        idx = _systematic_resample(resample_key, log_w)
+        theta = jnp.take_along_axis(c.theta, idx[..., None], 1)
+        ll = jnp.take_along_axis(c.ll, idx, 1)
+
+        def moves(theta, ll):
+            return _mutate(move_key, theta, ll, beta, chol, loglik, max_shrinks, n_mcmc_steps)
+
+        # after the last reweighting the moves only serve callers that keep the particles
+        theta, ll, evals, stuck = jax.lax.cond(
+            jnp.any(beta < 1.0) | move_last, moves, lambda theta, ll: (theta, ll, zeros, zeros), theta, ll
+        )
+        counted = active & (beta < 1.0)
+        info = SMCInfo(active, beta, _ess_fraction(log_w), jnp.where(counted, evals, 0.0),
+                       jnp.where(counted, stuck, 0.0), jnp.where(counted, n_mcmc_steps, 0))
+        return SMCState(t + 1, theta, ll, beta, log_z), info
+
+    return step
+
+
+class SMCRuns(NamedTuple):
+    """The runs of :func:`smc_runs`: ln Z per run (R,), the steps each took, the temperatures reached (NaN-padded,
+    (R, max_temperatures + 1)), the smallest ESS fraction of each run's incremental weights, the mean slice
+    evaluations per move, the share of moves left in place and the number of moves (each summed over the runs),
+    the final temperatures (R,) and the particles (R, N, M)."""
+
+    log_z: Array
+    steps: Array
+    schedule: Array
+    min_ess: Array
+    evals: Array
+    stuck: Array
+    n_moves: Array
+    beta: Array
+    theta: Array
 
 
 def _mutate(key, theta, ll, beta, chol, loglik, max_shrinks: int, n_steps: Array | int):
@@ -204,14 +286,14 @@ def smc_runs(
     batch: Array | int = 0,
     temperature_cap: Array | int = 2**30,
 ):
-    """R independent tempered SMC runs of N particles, batched on a leading axis.
+    """R independent tempered SMC runs of N particles, batched on a leading axis: :func:`init`, then the step of
+    :func:`build_step` until every run reaches beta = 1, recording the temperatures, the smallest ESS and the moves'
+    work from each step's :class:`SMCInfo`.
 
-    Each step: choose beta_{t+1} (adaptive, or from ``temperatures``, a
+    The step chooses beta_{t+1} adaptively, or from ``temperatures``, a
     schedule padded with ones to length max_temperatures + 1, so that both
-    kinds of schedule share one compilation), add
-    ln mean_i exp((beta_{t+1} - beta_t) L_i) to ln Z, resample systematically,
-    move every particle ``n_mcmc_steps`` times at beta_{t+1} (after the last
-    reweighting only with ``move_last``, when the particles themselves are wanted).
+    kinds of schedule share one compilation; after the last reweighting it moves the particles only with
+    ``move_last``, when the particles themselves are wanted.
     ``n_mcmc_steps``, ``target_ess`` and ``move_last`` are traced, so every number of moves, every target and
     both kinds of caller share one compilation.
 
@@ -225,63 +307,30 @@ def smc_runs(
     ``batch`` (traced) is folded into ``key``: a caller that computes its runs in several calls gives each call its
     own index, so the calls draw independent runs from one key without splitting it on the host (an eagerly split
     key compiles programs of its own).
-    Returns ln Z per run, the diagnostics and the final particles theta (R, N, M).
+    Returns the :class:`SMCRuns`.
     """
-    R, N, M = n_runs, n_particles, chol.shape[0]
     loglik = jax.vmap(lambda theta: log_likelihood(theta, *args))
     init_key, loop_key = jax.random.split(jax.random.fold_in(key, batch))
-    w = jax.random.normal(init_key, (R, N, chol.shape[1]), chol.dtype)
-    theta = w @ chol.T
-    schedule = jnp.full((R, max_temperatures + 1), jnp.nan, chol.dtype).at[:, 0].set(0.0)
-    zeros = jnp.zeros(R, chol.dtype)
-    ll = loglik(theta.reshape(R * N, M)).reshape(R, N)
-    state = _SMCState(0, theta, ll, zeros, zeros, schedule, jnp.ones(R), zeros, zeros, zeros)
+    step = build_step(chol, loglik, temperatures, adaptive, target_ess=target_ess, temperature_cap=temperature_cap,
+                      n_mcmc_steps=n_mcmc_steps, max_shrinks=max_shrinks, move_last=move_last)
+    state = init(init_key, chol, loglik, n_runs, n_particles)
+    zeros = jnp.zeros(n_runs, chol.dtype)
+    schedule = jnp.full((n_runs, max_temperatures + 1), jnp.nan, chol.dtype).at[:, 0].set(0.0)
+    # what the runs record beside the state: the temperatures reached, the smallest ESS, the moves' work
+    record = (schedule, jnp.ones(n_runs), zeros, zeros, zeros)
 
-    def unfinished(c: _SMCState):
-        return jnp.any(c.beta < 1.0) & (c.t < jnp.minimum(temperature_cap, max_temperatures))
+    def unfinished(carry) -> Array:
+        state = carry[0]
+        return jnp.any(state.beta < 1.0) & (state.t < jnp.minimum(temperature_cap, max_temperatures))
 
-    def anneal(c: _SMCState) -> _SMCState:
-        t, beta = c.t, c.beta
-        active = beta < 1.0
-        delta = jax.lax.cond(
-            adaptive,
-            lambda: _next_increment(c.ll, beta, target_ess),
-            lambda: jnp.full(R, temperatures[t + 1] - temperatures[t]),
-        )
-        # the cap's step goes the rest of the way: the work is bounded, the estimate still unbiased
-        delta = jnp.where(active, jnp.where(t + 1 >= temperature_cap, 1.0 - beta, delta), 0.0)
-        log_w = delta[:, None] * c.ll
-        log_z = c.log_z + logsumexp(log_w, -1) - jnp.log(N)
-        min_ess = jnp.where(active, jnp.minimum(c.min_ess, _ess_fraction(log_w)), c.min_ess)
-        beta = jnp.where(active & (delta >= 1.0 - beta), 1.0, beta + delta)
-        schedule = c.schedule.at[:, t + 1].set(jnp.where(active, beta, jnp.nan))
-        resample_key, move_key = jax.random.split(jax.random.fold_in(loop_key, t))
-        idx = _systematic_resample(resample_key, log_w)
-        theta = jnp.take_along_axis(c.theta, idx[..., None], 1)
-        ll = jnp.take_along_axis(c.ll, idx, 1)
+    def body(carry):
+        state, (schedule, min_ess, evals, stuck, n_moves) = carry
+        new, info = step(jax.random.fold_in(loop_key, state.t), state)
+        schedule = schedule.at[:, state.t + 1].set(jnp.where(info.active, info.beta, jnp.nan))
+        min_ess = jnp.where(info.active, jnp.minimum(min_ess, info.ess), min_ess)
+        return new, (schedule, min_ess, evals + info.evals, stuck + info.stuck, n_moves + info.n_moves)
 
-        def moves(theta, ll):
-            return _mutate(move_key, theta, ll, beta, chol, loglik, max_shrinks, n_mcmc_steps)
-
-        # after the last reweighting the moves only serve callers that keep the particles
-        theta, ll, step_evals, step_stuck = jax.lax.cond(
-            jnp.any(beta < 1.0) | move_last, moves, lambda theta, ll: (theta, ll, zeros, zeros), theta, ll
-        )
-        counted = active & (beta < 1.0)
-        return _SMCState(
-            t=t + 1,
-            theta=theta,
-            ll=ll,
-            beta=beta,
-            log_z=log_z,
-            schedule=schedule,
-            min_ess=min_ess,
-            evals=c.evals + jnp.where(counted, step_evals, 0.0),
-            stuck=c.stuck + jnp.where(counted, step_stuck, 0.0),
-            n_moves=c.n_moves + jnp.where(counted, n_mcmc_steps, 0),
-        )
-
-    f = jax.lax.while_loop(unfinished, anneal, state)
-    steps = jnp.sum(jnp.isfinite(f.schedule), -1) - 1
-    totals = jnp.sum(f.evals), jnp.sum(f.stuck), jnp.sum(f.n_moves)
-    return f.log_z, steps, f.schedule, f.min_ess, *totals, f.beta, f.theta
+    final, (schedule, min_ess, evals, stuck, n_moves) = jax.lax.while_loop(unfinished, body, (state, record))
+    steps = jnp.sum(jnp.isfinite(schedule), -1) - 1
+    return SMCRuns(final.log_z, steps, schedule, min_ess, jnp.sum(evals), jnp.sum(stuck), jnp.sum(n_moves),
+                   final.beta, final.theta)
