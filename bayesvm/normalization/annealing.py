@@ -86,6 +86,8 @@ __all__ = [
 ROUTES = ("mean", "product")
 #: independent SMC runs of :func:`annealed_log_expectation` by default (their spread gives the standard error)
 DEFAULT_RUNS = 16
+#: particles per SMC run by default
+DEFAULT_PARTICLES = 128
 #: the runs agree when their effective number is at least half the runs, or at least this many: with R runs whose
 #: ln Z_r spread s nats, the effective number is about R exp(-s^2) and the relative variance of the mean of the Z_r
 #: about 1 / ess - 1 / R, so 8 effective runs bound the standard error of ln Z near 0.35 nats (theory:
@@ -96,8 +98,8 @@ MIN_EFFECTIVE_RUNS = 8
 #: the adaptive schedule's target: each step keeps this fraction of the particles effective
 DEFAULT_TARGET_ESS = 0.5
 
-#: elliptical slice moves per particle per temperature by default (:class:`bayesvm.normalization.budget.EvidenceBudget`
-#: sets its own from the integral's dimension)
+#: elliptical slice moves per particle per temperature by default, and the fewest that
+#: :class:`bayesvm.normalization.budget.EvidenceBudget` gives a check (more for integrals of many latents)
 DEFAULT_MCMC_STEPS = 5
 #: bracket shrinkages of one elliptical slice move before the particle stays put
 DEFAULT_MAX_SHRINKS = 12
@@ -205,10 +207,22 @@ def product_route_log_likelihood(theta: Array, C: Array | float, mask: Array | N
     return jnp.sum(terms if mask is None else mask * terms)
 
 
-def padded(chol: Array, size: int) -> tuple[Array, Array]:
-    """The factor padded to blockdiag(chol, I) (independent N(0, 1) padding entries) and the 0/1 data mask."""
-    n = chol.shape[0]
-    return _linalg.pad_gram(chol, size), _linalg.padding_mask(n, size).astype(chol.dtype)
+def padded_factor(factor: np.ndarray, size: int) -> np.ndarray:
+    """The (M, r) factor padded to blockdiag(factor, I) with its columns rounded up to a power of two, at most
+    ``size`` (zero columns: latents that reach no input), so that nearby sizes and ranks share one compiled sampler
+    (one per doubling of the rank: a compilation costs seconds, a zero column a fraction of a move). The padding
+    rows are independent N(0, 1) latents outside the likelihood; a square factor becomes blockdiag(factor, I)."""
+    M, r = factor.shape
+    columns = min(size, 1 << (r + size - M - 1).bit_length()) if r < M else size
+    padded = np.zeros((size, columns))
+    padded[:M, :r] = factor
+    padded[M:, r:r + size - M] = np.eye(size - M)
+    return padded
+
+
+def padded(chol: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The factor padded to ``size`` rows (:func:`padded_factor`) and the 0/1 data mask."""
+    return padded_factor(chol, size), _linalg.padding_mask(chol.shape[0], size).astype(np.float64)
 
 
 @float64
@@ -280,7 +294,7 @@ def annealed_log_expectation(
     *,
     args: tuple = (),
     key=0,
-    n_particles: int = 128,
+    n_particles: int = DEFAULT_PARTICLES,
     n_runs: int = DEFAULT_RUNS,
     n_mcmc_steps: int = DEFAULT_MCMC_STEPS,
     target_ess: float = DEFAULT_TARGET_ESS,

@@ -26,7 +26,8 @@ import numpy as np
 
 from .. import _linalg
 from .._precision import float64
-from .annealing import (DEFAULT_MAX_SHRINKS, MAX_TEMPERATURES, AnnealingResult, annealed_log_expectation,
+from .annealing import (DEFAULT_MAX_SHRINKS, DEFAULT_MCMC_STEPS, DEFAULT_PARTICLES, DEFAULT_RUNS, DEFAULT_TARGET_ESS,
+                        MAX_TEMPERATURES, AnnealingResult, annealed_log_expectation, padded_factor, prior_factor,
                         product_route_log_likelihood)
 from .ep_started import annealed_from_ep
 
@@ -70,12 +71,12 @@ class EvidenceBudget:
     """
 
     scale: float = 1.0
-    n_runs: int = 16
-    n_particles: int = 128
+    n_runs: int = DEFAULT_RUNS
+    n_particles: int = DEFAULT_PARTICLES
     anchor_runs: int = 4
     anchor_moves: int = 3
     confirmed_share: float = 0.9
-    target_ess: float = 0.5
+    target_ess: float = DEFAULT_TARGET_ESS
     max_shrinks: int = DEFAULT_MAX_SHRINKS
 
     def __post_init__(self):
@@ -84,10 +85,11 @@ class EvidenceBudget:
 
     def moves(self, dimension: int, role: str = "check") -> int:
         """Slice moves per temperature for an integral of ``dimension`` latents: ``scale`` times
-        max(5, ceil(dimension / 50)) (at a search's anchor, ``scale`` times ``anchor_moves``). Runs that have not
-        mixed at each temperature agree while all missing the same mass; more latents need more moves to mix."""
+        max(DEFAULT_MCMC_STEPS, ceil(dimension / 50)) (at a search's anchor, ``scale`` times ``anchor_moves``). Runs
+        that have not mixed at each temperature agree while all missing the same mass; more latents need more moves
+        to mix."""
         _check_role(role)
-        base = self.anchor_moves if role == "anchor" else max(5, math.ceil(dimension / 50))
+        base = self.anchor_moves if role == "anchor" else max(DEFAULT_MCMC_STEPS, math.ceil(dimension / 50))
         return max(1, math.ceil(self.scale * base))
 
     @staticmethod
@@ -130,8 +132,8 @@ def prior_basis(K, tolerance: float = RANK_TOLERANCE) -> np.ndarray:
     The eigen-factor V_r diag(sqrt(lambda_r)) of the r leading eigen-pairs, with r the smallest rank at which
     the variance dropped from every latent, sum_{j > r} lambda_j V_ij^2, is at most ``tolerance``^2 (the
     residual's standard deviation at most ``tolerance`` in units of the margin). Where r exceeds
-    :data:`LOW_RANK_SHARE` of M, the square factor of :func:`bayesvm._linalg.psd_factor` (Cholesky where K is
-    positive definite) instead.
+    :data:`LOW_RANK_SHARE` of M, the square factor of :func:`bayesvm.normalization.annealing.prior_factor`
+    (Cholesky where K is positive definite) instead.
     """
     K = np.asarray(K, dtype=np.float64)
     eigenvalues, vectors = np.linalg.eigh(0.5 * (K + K.T))
@@ -141,21 +143,8 @@ def prior_basis(K, tolerance: float = RANK_TOLERANCE) -> np.ndarray:
     dropped = np.concatenate([np.cumsum(contributions[:, ::-1], axis=1)[:, ::-1], np.zeros((K.shape[0], 1))], axis=1)
     rank = max(1, int(np.argmax(np.max(dropped, axis=0) <= tolerance**2)))
     if rank > LOW_RANK_SHARE * K.shape[0]:
-        return _linalg.psd_factor(K)
+        return prior_factor(K)
     return vectors[:, :rank] * np.sqrt(eigenvalues[:rank])
-
-
-def padded_basis(factor: np.ndarray, size: int) -> np.ndarray:
-    """The (M, r) factor padded to blockdiag(factor, I) with its columns rounded up to a power of two, at most
-    ``size`` (zero columns: latents that reach no input), so that nearby sizes and ranks share one compiled sampler
-    (one per doubling of the rank: a compilation costs seconds, a zero column a fraction of a move). The padding
-    rows are independent N(0, 1) latents outside the likelihood."""
-    M, r = factor.shape
-    columns = min(size, 1 << (r + size - M - 1).bit_length()) if r < M else size
-    padded = np.zeros((size, columns))
-    padded[:M, :r] = factor
-    padded[M:, r:r + size - M] = np.eye(size - M)
-    return padded
 
 
 @float64
@@ -166,7 +155,8 @@ def budgeted_log_normalization(factor, weights, C: float, *, budget: EvidenceBud
 
     factor: S (M, D), a square-root factor of the prior covariance of the distinct inputs (:func:`prior_basis`,
     or a Cholesky factor); weights: (M,) their multiplicities, 0 at padding entries (which then take no part).
-    The factor is padded to :func:`bayesvm._linalg.problem_size` (M) (:func:`padded_basis`); the moves per
+    The factor is padded to :func:`bayesvm._linalg.problem_size` (M)
+    (:func:`bayesvm.normalization.annealing.padded_factor`); the moves per
     temperature follow the integral's dimension, min(D, the entries of positive weight). ``role``: what the
     estimate is for (:data:`ROLES`, :meth:`EvidenceBudget.plan`).
 
@@ -185,7 +175,7 @@ def budgeted_log_normalization(factor, weights, C: float, *, budget: EvidenceBud
     weights = np.asarray(weights, dtype=np.float64)
     M, D = factor.shape
     size = _linalg.problem_size(M)
-    chol = padded_basis(factor, size)
+    chol = padded_factor(factor, size)
     mask = np.zeros(size)
     mask[:M] = weights
     dimension = min(D, int(np.count_nonzero(weights)))
