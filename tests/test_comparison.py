@@ -92,6 +92,38 @@ def test_sklearn_reference_matches_calibrated_svc(result, data):
         )
 
 
+def test_kernel_logistic_regression_is_the_minimum_of_its_objective(result, data):
+    """KLR's Newton iteration against scipy's quasi-Newton on the same objective in the coefficients a
+    (f = K a: C sum ln(1 + e^{-y f}) + a^T K a / 2): no higher, the same f, and at its stationary point
+    a = C y sigma(-y f) exactly; the comparison's KLR probabilities are sigma(k(x)^T a)."""
+    from scipy.optimize import minimize
+    from scipy.special import expit
+
+    from bayesvm.comparison.kernel_logistic import fit_kernel_logistic
+    from bayesvm.kernels import gram_matrix
+
+    X, y = data
+    y_pm = np.where(y == "b", 1.0, -1.0)
+    split = result.splits[0]
+    X_train, y_train = X[split.train_index], y_pm[split.train_index]
+    C = SETTINGS["C"]
+    K = np.asarray(gram_matrix(KERNEL, X_train))
+
+    def objective(a):
+        f = K @ a
+        return C * np.sum(np.logaddexp(0.0, -y_train * f)) + 0.5 * a @ f, K @ (-C * y_train * expit(-y_train * f) + a)
+
+    reference = minimize(objective, np.zeros(len(y_train)), jac=True, method="L-BFGS-B",
+                         options={"gtol": 1e-12, "ftol": 1e-15, "maxiter": 10_000})
+    klr = fit_kernel_logistic(X_train, y_train, kernel=KERNEL, C=C)
+    assert klr.converged
+    f = K @ klr.a
+    np.testing.assert_allclose(klr.a, C * y_train * expit(-y_train * f), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(f, K @ reference.x, atol=1e-4)
+    assert objective(klr.a)[0] <= reference.fun + 1e-9
+    np.testing.assert_allclose(split.probabilities["klr"], klr.predict_proba(X[split.test_index]), rtol=1e-10)
+
+
 def test_splits_are_stratified_disjoint_and_of_the_requested_size(result, data):
     X, y = data
     for split in result.splits:

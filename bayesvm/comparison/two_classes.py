@@ -13,7 +13,9 @@ answers it on one data set. Per stratified train/test split it
    to get out-of-fold decision values, fits every scaler of
    :mod:`bayesvm.calibration` on them and applies it to the test decision
    values of the full-training-set SVM of step 1 (Platt's protocol);
-3. fits two references: scikit-learn's ``GaussianProcessClassifier``
+3. fits kernel logistic regression with the same kernel and C (:mod:`bayesvm.comparison.kernel_logistic`,
+   the baseline of Rüping's comparison of scaling methods) and two references: scikit-learn's
+   ``GaussianProcessClassifier``
    (Laplace approximation, non-sparse, hyperparameters fitted by its own
    marginal likelihood) and ``CalibratedClassifierCV(SVC(), ensemble=False)``
    with scikit-learn's defaults (sigmoid, 5 folds), the replacement of
@@ -65,6 +67,7 @@ from ..calibration import (
 from ..kernels import RBF, Exponential, Kernel
 from ..posterior import Posterior
 from ..solver.dual import MapSVM, fit_map
+from .kernel_logistic import fit_kernel_logistic
 
 __all__ = [
     "METHODS",
@@ -93,7 +96,7 @@ _SCALERS: dict[str, Callable[[], object]] = {
     "svm01": SVM01Scaler,
     "svmpp": SVMPPScaler,
 }
-_REFERENCES = ("gpc", "sklearn_svc_sigmoid")
+_REFERENCES = ("klr", "gpc", "sklearn_svc_sigmoid")
 
 METHODS: tuple[str, ...] = (*_BAYES, *_SCALERS, *_REFERENCES)
 METHOD_LABELS: dict[str, str] = {
@@ -108,6 +111,7 @@ METHOD_LABELS: dict[str, str] = {
     "softmax": "softmax 1/(1+exp(-2f))",
     "svm01": "SVM-01 (clipped (1+f)/2)",
     "svmpp": "SVM-PP",
+    "klr": "kernel logistic regression (same kernel and C)",
     "gpc": "GP classifier (sklearn, Laplace)",
     "sklearn_svc_sigmoid": "sklearn CalibratedClassifierCV(SVC())",
 }
@@ -298,6 +302,8 @@ def _compare_on_split(
     if any(m in _BAYES or m in _SCALERS for m in methods):
         fit = fit_map(X_train, y_train, C=C, kernel=kernel)
         probabilities.update(_svm_probabilities(fit, X_train, y_train, X_test, methods, cv_folds, random_state))
+    if "klr" in methods:
+        probabilities["klr"] = fit_kernel_logistic(X_train, y_train, kernel=kernel, C=C).predict_proba(X_test)
     gpc_fitted = None
     if "gpc" in methods:
         start = gpc_kernel(kernel, X_train) if gpc_start is None else gpc_start
