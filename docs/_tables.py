@@ -497,6 +497,33 @@ def fit_hops(data: dict) -> str:
     return table(["fit", "bayesvm modules", "deepest bayesvm frames"], rows)
 
 
-VIEWS = {view.__name__: view for view in (speed_verdict, subsample_lever, duplicates, duplicates_targets, cold_start,
+def calibration_ranks(data: dict) -> str:
+    """docs/calibration.md: each method's average rank over the data sets per metric (1 = best), sorted by their
+    mean."""
+    ranks = data["average_ranks"]
+    labels = next(iter(data["datasets"].values()))["labels"]
+    metrics = list(ranks)
+    rows = [[labels[m], *(f"{ranks[k][m]:.2f}" for k in metrics),
+             f"{statistics.fmean(ranks[k][m] for k in metrics):.2f}"] for m in labels]
+    rows.sort(key=lambda row: float(row[-1]))
+    return table(["method", *(k.upper() if k in ("nll", "ece") else k.capitalize() for k in metrics), "mean"], rows)
+
+
+def calibration_datasets(data: dict) -> str:
+    """docs/calibration.md: per data set, each method's mean +- standard deviation over the splits and, in brackets,
+    the rank of the mean among the methods (1 = best)."""
+    parts = []
+    for name, result in data["datasets"].items():
+        settings, kernel = result["settings"], result["splits"][0]["kernel"]
+        parts.append(f"### {name}\n\nn={settings['n_samples']}, d={settings['n_features']}, RBF length scale "
+                     f"{kernel['length_scale']:.2f}, C={result['splits'][0]['C']:g}, {result['seconds']:.0f} s\n")
+        rows = [[result["labels"][m], *(f"{result['mean'][k][m]:.4f} +- {result['std'][k][m]:.4f} "
+                                        f"({result['ranks'][k][m]:g})" for k in result["metrics"])]
+                for m in result["methods"]]
+        parts.append(table(["method", "NLL", "Brier", "ECE (10 bins)", "error"], rows) + "\n")
+    return "\n".join(parts).rstrip()
+
+
+VIEWS = {view.__name__: view for view in (calibration_datasets, calibration_ranks, speed_verdict, subsample_lever, duplicates, duplicates_targets, cold_start,
                                          every_row_against_subsample, subsample_size, agreement_map,
                                          solver_convergence, fit_hops)}

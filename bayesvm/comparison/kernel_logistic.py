@@ -4,7 +4,7 @@ The latent values f at the training inputs minimise
 
     C sum_i ln(1 + e^{-y_i f_i}) + 1/2 f^T K^{-1} f,
 
-the MAP SVM's objective (theory: "The MAP SVM") with the hinge replaced by the logistic loss: the same kernel and the
+the MAP SVM's objective (theory: "MAP = SVM") with the hinge replaced by the logistic loss: the same kernel and the
 same C, and probabilities P(y = +1 | x) = sigma(f(x)) from the model itself instead of from a scaler fitted to
 decision values. The objective is convex; Newton's method in the form of Rasmussen & Williams (2006), Algorithm 3.1
 (the posterior mode of GP classification, here with the log-likelihood C ln sigma(y f)) factors
