@@ -9,6 +9,8 @@ printed measurements (``pytest -s``) with a margin.
 
 from __future__ import annotations
 
+import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -16,10 +18,16 @@ from scipy import integrate, special
 from scipy.optimize import minimize_scalar
 from scipy.special import logsumexp
 
+from bayesvm import BayesianSVC, probit_log_evidence
+from bayesvm._validation import collapsed_training_data
+from bayesvm.evidence.probit import probit_evidence
+from bayesvm.exceptions import BayesvmWarning
+from bayesvm.hyperparameters import coordinates_of, kernel_hyperparameters_at
 from bayesvm.inference.ep import ep_log_evidence
 from bayesvm.inference.ep_gradient import ep_naive_evidence_and_gradient, zero_sites
 from bayesvm.inference.probit import probit_tilted_moments, weighted_probit_moments
 from bayesvm.kernels import RBF
+from bayesvm.selection.probit import select_probit
 
 # ---------------------------------------------------------------------------
 # references
@@ -182,3 +190,142 @@ def test_gradient_matches_finite_differences(weighted):
         step[i] = 1e-5
         numeric = (evaluate(x + step).value - evaluate(x - step).value) / 2e-5
         assert abs(at.gradient[i] - numeric) < 1e-6 * max(1.0, abs(numeric))
+
+
+# ---------------------------------------------------------------------------
+# the evidence's sampled check, predictions against scikit-learn, the selection
+# ---------------------------------------------------------------------------
+
+
+def _toy(n=60, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    y = np.where(X[:, 0] + 0.5 * X[:, 1] ** 2 - 0.5 + 0.5 * rng.normal(size=n) > 0, 1, 0)
+    return X, y
+
+
+def test_the_annealed_check_agrees_with_ep():
+    """Tempered SMC from EP's Gaussian (an unbiased estimate whatever the start) against EP, with weights."""
+    X, y = _toy(60)
+    weights = np.random.default_rng(3).uniform(0.5, 2.0, 60)
+    evidence = probit_log_evidence(X, y, kernel=RBF(amplitude=20.0, length_scale=1.0, offset=2.0),
+                                   sample_weight=weights, check=True)
+    print(f"\n{evidence.summary()}")
+    assert evidence.naive_converged and bool(np.all(evidence.annealed_trusted))
+    assert evidence.annealed_total_se < 0.05
+    assert abs(evidence.total - evidence.annealed_total) < 0.3
+
+
+def test_predictions_are_close_to_scikit_learns_gp_classifier():
+    """scikit-learn's GaussianProcessClassifier (Laplace, logistic likelihood) at the matching fixed kernel: the
+    logistic sigma(f) is about Phi(f sqrt(pi / 8)), so the probit model with prior K is the logistic one with prior
+    (8 / pi) K. Laplace against EP and the two links: close, not equal."""
+    from sklearn.gaussian_process import GaussianProcessClassifier
+    from sklearn.gaussian_process.kernels import RBF as SklearnRBF
+    from sklearn.gaussian_process.kernels import ConstantKernel
+
+    X, y = _toy(80)
+    X_test = np.random.default_rng(5).normal(size=(200, 2))
+    amplitude, length_scale, offset = 4.0, 1.2, 1.0
+    model = BayesianSVC(likelihood="probit", amplitude=amplitude, length_scale=length_scale, offset=offset).fit(X, y)
+    scale = 8.0 / np.pi
+    kernel = (ConstantKernel(scale * amplitude, "fixed") * SklearnRBF(length_scale, "fixed")
+              + ConstantKernel(scale * offset, "fixed"))
+    reference = GaussianProcessClassifier(kernel=kernel, optimizer=None).fit(X, y)
+    ours, theirs = model.predict_proba(X_test)[:, 1], reference.predict_proba(X_test)[:, 1]
+    plug_in = special.ndtr(model.decision_function(X_test))  # without the posterior's variance
+    gap, plug_in_gap = np.abs(ours - theirs), np.abs(plug_in - theirs)
+    print(f"\n|P(+1) - scikit-learn's|: mean {gap.mean():.3f}, max {gap.max():.3f} (plug-in Phi(mean): mean "
+          f"{plug_in_gap.mean():.3f}, max {plug_in_gap.max():.3f}); labels agree on "
+          f"{np.mean(model.predict(X_test) == reference.predict(X_test)):.3f}")
+    assert gap.mean() < 0.045 and gap.max() < 0.1 and plug_in_gap.mean() > 1.5 * gap.mean()
+    assert np.mean(model.predict(X_test) == reference.predict(X_test)) > 0.97
+
+
+def test_the_selection_ends_at_a_local_maximum_of_the_evidence():
+    X, y = _toy(60)
+    data, _ = collapsed_training_data(X, y)
+    selection = select_probit(data, RBF())
+    assert selection.trusted and selection.evidence.total == pytest.approx(selection.log_evidence)
+    x = coordinates_of(1.0, selection.kernel)
+    for i in (1, 2, 3):
+        for step in (-0.1, 0.1):
+            moved = x.copy()
+            moved[i] += step
+            kernel = RBF().replace(**kernel_hyperparameters_at(RBF(), moved))
+            assert probit_evidence(data, kernel).total < selection.log_evidence + 1e-3
+
+
+# ---------------------------------------------------------------------------
+# BayesianSVC(likelihood="probit")
+# ---------------------------------------------------------------------------
+
+
+def test_the_estimator_fits_predicts_and_pickles():
+    X, y = _toy(60)
+    labels = np.where(y == 1, "yes", "no")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BayesvmWarning)
+        model = BayesianSVC(likelihood="probit").fit(X, labels)
+    assert model.C_ is None and model.fit_ is None and model.support_ is None and model.dual_coef_ is None
+    assert model.amplitude_ > 0 and model.length_scale_ > 0 and model.log_evidence_se_ == 0.0
+    assert model.log_evidence_ == pytest.approx(model.selection_.log_evidence)
+    p = model.predict_proba(X)
+    assert np.allclose(p.sum(axis=1), 1.0) and set(model.predict(X)) <= {"no", "yes"}
+    assert np.array_equal(model.predict(X), model.classes_[(p[:, 1] >= 0.5).astype(int)])
+    bars = model.error_bars(X[:5])
+    assert np.all(bars.p_lower <= p[:5, 1]) and np.all(p[:5, 1] <= bars.p_upper)
+    assert np.mean(model.predict(X) == labels) > 0.8
+    restored = pickle.loads(pickle.dumps(model))
+    assert np.array_equal(restored.predict_proba(X), p)
+    theta = np.log([model.amplitude_, model.offset_ / model.amplitude_, model.length_scale_])
+    assert model.log_marginal_likelihood(theta) == pytest.approx(model.log_evidence_, abs=1e-6)
+
+
+def test_rows_twice_are_sample_weight_two():
+    X, y = _toy(40)
+    twice = BayesianSVC(likelihood="probit").fit(np.vstack([X, X[:10]]), np.concatenate([y, y[:10]]))
+    weights = np.ones(40)
+    weights[:10] = 2.0
+    weighted = BayesianSVC(likelihood="probit").fit(X, y, sample_weight=weights)
+    assert weighted.log_evidence_ == pytest.approx(twice.log_evidence_, abs=1e-9)
+    assert np.allclose(weighted.predict_proba(X), twice.predict_proba(X), atol=1e-12)
+    # at a fixed kernel: the copies a hair apart (their own sites, nearly one latent) are about the weight of 2, and
+    # far from no weight at all
+    fixed = {"amplitude": 2.0, "length_scale": 1.0, "offset": 1.0}
+    weighted = BayesianSVC(likelihood="probit", **fixed).fit(X, y, sample_weight=weights).log_evidence_
+    apart = BayesianSVC(likelihood="probit", **fixed).fit(np.vstack([X, X[:10] + 1e-6]),
+                                                          np.concatenate([y, y[:10]])).log_evidence_
+    plain = BayesianSVC(likelihood="probit", **fixed).fit(X, y).log_evidence_
+    print(f"\nweight 2: {weighted:.4f}, copies 1e-6 apart: {apart:.4f}, no weights: {plain:.4f}")
+    assert abs(weighted - apart) < 0.05 and plain - weighted > 1.0
+
+
+def test_an_input_with_both_labels_is_one_site():
+    """Rows of both labels at one input: one site Phi(theta)^w Phi(-theta)^o; with the input alone it is exact."""
+    X = np.zeros((7, 1))
+    y = np.array([1, 1, 1, 0, 0, 1, 0])
+    evidence = probit_log_evidence(X, y, kernel=RBF(amplitude=3.0, offset=1.0))
+    assert abs(evidence.total - probit_reference(0.0, 4.0, 1.0, 4.0, 3.0)[0]) < 1e-8
+
+
+def test_k_classes_are_one_vs_rest_with_shared_or_per_class_hyperparameters():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(60, 2))
+    y = np.argmax(X @ rng.normal(size=(2, 3)), axis=1)
+    shared = BayesianSVC(likelihood="probit").fit(X, y)
+    assert len(shared.posterior_) == 3 and shared.evidence_.values.shape == (3,)
+    assert shared.log_evidence_ == pytest.approx(np.sum(shared.evidence_.values))
+    assert np.allclose(shared.predict_proba(X).sum(axis=1), 1.0) and np.mean(shared.predict(X) == y) > 0.8
+    per_class = BayesianSVC(likelihood="probit", multiclass="per_class", amplitude=5.0).fit(X, y)
+    assert np.allclose(per_class.amplitude_, 5.0) and len(set(per_class.length_scale_.tolist())) == 3
+    assert per_class.C_ is None and len(per_class.selection_) == 3
+
+
+def test_probit_refuses_what_it_does_not_have():
+    X, y = _toy(20)
+    for options in ({"C": 1.0}, {"posterior": "laplace"}, {"n_inducing": 10}):
+        with pytest.raises(ValueError):
+            BayesianSVC(likelihood="probit", **options).fit(X, y)
+    with pytest.raises(ValueError, match="likelihood"):
+        ep_log_evidence(np.eye(2), np.ones(2), likelihood="logit")

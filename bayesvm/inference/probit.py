@@ -17,7 +17,7 @@ and o that of the other (:func:`bayesvm.inference.ep_loop.merged_label_weights`)
   near 1 and a wide cavity (v of 10^3 and more, where the evidence's amplitudes go) the tilted distribution is a
   half-Gaussian with a soft edge, far from any Gaussian, and 64 nodes there are wrong by 10^-2 in ln Z; one sinh
   rule at the mode alone misses the edge where it lies a few cavity standard deviations out (2e-4 in ln Z at
-  v = 1e5, a mean 1000 from it; documentation: the GP classifier, "Tilted moments").
+  v = 1e5, a mean 1000 from it; documentation: expectation propagation, "The probit site").
 
 The choice between the two is static (Python level): the closed form where the weight is the Python number 1 and
 no site carries both labels, the quadrature otherwise.
@@ -33,7 +33,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._precision import float64
-from .tilted import TiltedMoments, log_mills_ratio, log_upper_tail, standard_tail_moments
+from .tilted import (TiltedMoments, _log_mills_ratio_abs, _log_upper_tail_from, log_mills_ratio, log_upper_tail,
+                     standard_tail_moments)
 
 Array = jax.Array
 
@@ -42,7 +43,7 @@ __all__ = ["probit_tilted_moments", "weighted_probit_moments", "log_probit", "pr
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 #: nodes of each sinh-mapped trapezoid rule (odd: one node at its centre). 257 nodes and PARTITION_POWER 6: within
 #: 1e-7 of scipy's adaptive quadrature in ln Z and the moments (relative), over cavity variances from 1e-4 to
-#: 1e5 and weights up to 1e4 (documentation: the GP classifier, "Tilted moments")
+#: 1e5 and weights up to 1e4 (documentation: expectation propagation, "The probit site")
 QUADRATURE_NODES = 257
 #: the rules reach this many cavity standard deviations beyond the mode, where the integrand is below e^-72 of its
 #: peak (it falls at least as fast as the cavity Gaussian, being log-concave with curvature >= 1/v)
@@ -64,6 +65,16 @@ def log_probit(u: Array) -> Array:
 def _inverse_mills(u: Array) -> Array:
     """d ln Phi(u) / du = phi(u) / Phi(u) = 1 / R(-u) (R the Mills ratio), without underflow."""
     return jnp.exp(-log_mills_ratio(-u))
+
+
+def _both_sides(u: Array) -> tuple[Array, Array]:
+    """(ln Phi(u), ln Phi(-u)) from one Mills ratio R(|u|) (:func:`bayesvm.inference.tilted.log_upper_tail`'s forms):
+    ln Phi(-|u|) = ln R(|u|) - u^2 / 2 - ln sqrt(2 pi), and the other side ln(1 - Phi(-|u|)), without cancellation."""
+    log_mills_abs = _log_mills_ratio_abs(u)
+    near = _log_upper_tail_from(jnp.abs(u), log_mills_abs)  # ln Phi(-|u|)
+    far = jnp.log1p(-jnp.exp(near))  # ln Phi(|u|)
+    positive = u >= 0.0
+    return jnp.where(positive, far, near), jnp.where(positive, near, far)
 
 
 def _curvature(u: Array, lam: Array) -> Array:
@@ -113,7 +124,10 @@ def probit_mode(m: Array, v: Array, w: Array, o: Array) -> tuple[Array, Array]:
     it would leave it; :data:`NEWTON_STEPS` of them.
     """
     def derivatives(u):
-        lam_plus, lam_minus = _inverse_mills(u), _inverse_mills(-u)
+        # lam(+-u) = phi(u) / Phi(+-u), both from one Mills ratio
+        log_plus, log_minus = _both_sides(u)
+        log_density = -0.5 * u * u - _HALF_LOG_2PI
+        lam_plus, lam_minus = jnp.exp(log_density - log_plus), jnp.exp(log_density - log_minus)
         slope = -(u - m) / v + w * lam_plus - o * lam_minus
         return slope, 1.0 / v + w * _curvature(u, lam_plus) + o * _curvature(-u, lam_minus)
 
@@ -167,8 +181,9 @@ def weighted_probit_moments(mean: Array, variance: Array, y: Array | float, weig
     log_density = -0.5 * jnp.log(width[..., None] ** 2 + (u[..., None, :] - centres[..., None, :, :]) ** 2)  # (..., 2, 2, N)
     log_share = (PARTITION_POWER * jnp.diagonal(log_density, axis1=-3, axis2=-2).swapaxes(-1, -2)
                  - jax.nn.logsumexp(PARTITION_POWER * log_density, axis=-2))
+    log_plus, log_minus = _both_sides(u)
     log_terms = (-0.5 * (u - m) ** 2 / variance - 0.5 * jnp.log(variance) - _HALF_LOG_2PI
-                 + w * log_probit(u) + o * log_probit(-u)
+                 + w * log_plus + o * log_minus
                  + log_share + jnp.log(width * jnp.cosh(t) * reach * (_NODES[1] - _NODES[0])))
     log_z = jax.nn.logsumexp(log_terms, axis=(-2, -1))
     p = jnp.exp(log_terms - log_z[..., None, None])
