@@ -147,6 +147,10 @@ def probit_log_evidence(X, y, *, kernel: Kernel | None = None, sample_weight=Non
                         random_state=0) -> ProbitEvidence:
     """ln P(D | kernel) of the GP classifier: the GP prior N(0, K) with the probit likelihood Phi(y theta), by EP.
 
+    The likelihood is normalised, so there is no ln N(D); compare with :func:`bayesvm.log_evidence` (the Bayesian
+    SVM's) on the same data to compare the models. Warns with :class:`bayesvm.ConvergenceWarning` where EP did not
+    converge.
+
     Parameters
     ----------
     X, y : training inputs and labels of two classes (``classes[1]`` is +1), or of k >= 3 classes, read as k
@@ -156,12 +160,14 @@ def probit_log_evidence(X, y, *, kernel: Kernel | None = None, sample_weight=Non
         probit's noise has unit variance.
     sample_weight : (n_samples,) non-negative weights, each row's likelihood term Phi(y theta) to that power.
     check : also estimate ln P(D) by tempered SMC started from EP's Gaussian (``annealed``, ``annealed_se``;
-        seconds to a minute at a few hundred rows): the sampled check of EP's value. ``random_state`` seeds it.
+        from a fraction of a second to a minute at a few hundred rows): the sampled check of EP's value.
+    random_state : seed of that check.
 
-    Returns a :class:`ProbitEvidence`: ``total`` is ln P(D) (its ``total_se`` 0: EP is deterministic), ``converged``
-    the check at the answer, ``posteriors`` the EP posteriors for predictions. Warns with
-    :class:`bayesvm.ConvergenceWarning` where EP did not converge. The likelihood is normalised, so there is no
-    ln N(D); compare with :func:`bayesvm.log_evidence` (the Bayesian SVM's) on the same data to compare the models.
+    Returns
+    -------
+    ProbitEvidence
+        ``total`` is ln P(D) (its ``total_se`` 0: EP is deterministic), ``converged`` the check at the answer,
+        ``posteriors`` the EP posteriors for predictions.
     """
     data, _ = collapsed_training_data(X, y, sample_weight)
     return probit_evidence(data, check_kernel(RBF() if kernel is None else kernel, data.X.shape[1]), check=check,
