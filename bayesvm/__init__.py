@@ -16,6 +16,7 @@ from .coupling import couple_one_vs_rest
 from .exceptions import (BayesvmWarning, ConvergenceWarning, EvidenceBudgetWarning, LowRankWarning,
                          SubsampleWarning, UntrustedEvidenceWarning)
 from .evidence.log_evidence import Evidence, OneVsRestEvidence, log_evidence, log_evidence_one_vs_rest, log_normalization
+from .evidence.probit import ProbitEvidence, probit_log_evidence
 from .kernels import RBF, Exponential, Linear, Polynomial, make_kernel
 from .posterior import ErrorBars, Posterior
 from .selection.search_selection import SearchSelection
@@ -50,6 +51,8 @@ __all__ = [
     "Evidence",
     "log_evidence_one_vs_rest",
     "OneVsRestEvidence",
+    "probit_log_evidence",
+    "ProbitEvidence",
     "couple_one_vs_rest",
     "fit_map",
     "float64_scope",

@@ -48,13 +48,15 @@ from ._precision import float64
 from ._validation import TrainingData, check_kernel, check_positive, collapse_rows
 from .coupling import COUPLINGS, couple_one_vs_rest
 from .evidence.log_evidence import OneVsRestEvidence, one_vs_rest_evidence
-from .inference.ep import FULL_TOLERANCE
+from .evidence.probit import ProbitEvidence, probit_evidence
+from .inference.ep import FULL_TOLERANCE, LIKELIHOODS
 from .hyperparameters import coordinate_names, kernel_hyperparameters_at
 from .kernels import make_kernel
 from .posterior import APPROXIMATIONS as POSTERIORS
-from .posterior import PREDICTION_TOLERANCE, PROBABILITY_METHODS, ErrorBars, Posterior, posteriors_at
+from .posterior import PREDICTION_TOLERANCE, PROBABILITY_METHODS, ErrorBars, Posterior, posteriors_at, probit_posteriors
 from .selection.search_priors import prior_for
 from .normalization.budget import EvidenceBudget
+from .selection.probit import select_probit
 from .selection.select import select_for
 from .selection.subsample import selection_subset
 
@@ -120,6 +122,16 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         in scikit-learn: each row's weight is its class's times its ``sample_weight``. A weight raises the row's
         likelihood term to that power (a weight of 2 is the row twice), so "balanced" fits a model of balanced
         classes: its probabilities move away from the training data's class frequencies, towards equal classes.
+    likelihood : ``"hinge"`` (default: the Bayesian SVM, Sollich's normalised hinge likelihood
+        kappa(C) exp(-C max(0, 1 - y theta)), evidence ln Q(D) - ln N(D)) or ``"probit"`` (the GP classifier: the
+        same prior and kernels with the likelihood Phi(y theta), which is normalised, so its evidence is EP's ln Z
+        alone, deterministic; theory: "The GP classifier: a normalised likelihood"). With ``"probit"`` there is no
+        C (leave ``C`` None; the amplitude sets how sharp the labels are), the posterior is EP's
+        (``posterior="ep"``) on the full prior (``n_inducing`` "auto" or None), ``selection_size="auto"`` selects
+        on every row, ``probability`` "averaged" and "simple" are both Phi(mean / sqrt(1 + variance)) and "map"
+        Phi(mean), and ``random_state`` and ``evidence_budget`` are not used. ARD, weights, ``class_weight`` and
+        k classes (one-vs-rest, ``multiclass``, ``coupling``) are as for the hinge. Compare the two models on the
+        same data by ``log_evidence_``.
 
     Attributes
     ----------
@@ -139,12 +151,20 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     inducing_ : the (m, d) inducing inputs of the posterior's low-rank prior, or None (the full prior).
     selection_rows_ : indices of the training rows the selection used (a subsample of the distinct rows, with
         every copy of each), or None (every row).
-    fit_ : the MAP SVM at the chosen hyperparameters (None on the low-rank path; k >= 3 classes: a tuple).
+    fit_ : the MAP SVM at the chosen hyperparameters (None on the low-rank path; k >= 3 classes: a tuple; None with
+        ``likelihood="probit"``, which has no SVM).
     support_ : indices of the MAP SVM's support vectors (alpha > 0; rows with equal input and label are one,
         indexed by its first row); ``support_vectors_`` their inputs;
     dual_coef_ : (1, n_SV) alpha_i y_i of the support vectors (y = +1 for ``classes_[1]``);
     marginal_ : indices of the marginal points (0 < alpha < C w_i). All four None on the low-rank path and for
         k >= 3 classes (each problem's are in ``fit_``).
+
+    With ``likelihood="probit"``: ``C_``, ``fit_``, ``support_``, ``support_vectors_``, ``dual_coef_`` and
+    ``marginal_`` are None (the GP classifier has no C and no SVM); ``evidence_`` is a
+    :class:`~bayesvm.evidence.probit.ProbitEvidence` (one for every problem, k >= 3 classes included),
+    ``log_evidence_se_`` is 0 (EP is deterministic), ``selection_`` a
+    :class:`~bayesvm.selection.probit.ProbitSelection` (a tuple with ``multiclass="per_class"``) and
+    ``posterior_`` a :class:`~bayesvm.posterior.ProbitPosterior` (a tuple for k >= 3 classes).
     """
 
     _parameter_constraints: dict = {
@@ -163,11 +183,12 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         "selection_size": [StrOptions({"auto"}), Interval(Integral, 2, None, closed="left"), None],
         "evidence_budget": [Interval(Real, 0, None, closed="neither")],
         "class_weight": [StrOptions({"balanced"}), dict, None],
+        "likelihood": [StrOptions(set(LIKELIHOODS))],
     }
 
     def __init__(self, kernel="rbf", C=None, amplitude=None, length_scale=None, offset=None, posterior="ep",
                  probability="averaged", n_inducing="auto", random_state=0, multiclass="shared", coupling="odds",
-                 ard=False, selection_size="auto", evidence_budget=1.0, class_weight=None):
+                 ard=False, selection_size="auto", evidence_budget=1.0, class_weight=None, likelihood="hinge"):
         self.kernel = kernel
         self.C = C
         self.amplitude = amplitude
@@ -183,6 +204,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self.selection_size = selection_size
         self.evidence_budget = evidence_budget
         self.class_weight = class_weight
+        self.likelihood = likelihood
 
     @float64
     @_fit_context(prefer_skip_nested_validation=True)
@@ -202,6 +224,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         first_row = _first_rows(row)
         template = self._template(X.shape[1])
         shape_name = template.shape_parameter
+        if self.likelihood == "probit":
+            return self._fit_probit(data, row, template)
         fixed = self._fixed(shape_name)
         seed = self._seed()
         all_fixed = len(fixed) == 3 + (shape_name is not None)
@@ -251,6 +275,66 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                           else Posterior.from_fit(evidence.fit, "ep", ep=evidence.ep) for evidence in problems]
         self._set_fitted(shape_name, posteriors, kernels, penalties, first_row)
         return self
+
+    def _fit_probit(self, data: TrainingData, row: np.ndarray, template):
+        """``fit`` of the GP classifier (``likelihood="probit"``): its kernel hyperparameters selected by its evidence
+        (or fixed), the EP posterior of each problem at them, and the evidence from the same EP runs."""
+        if self.C is not None:
+            raise ValueError("likelihood='probit' has no penalty C (the probit's noise has unit variance; the "
+                             "amplitude sets how sharp the labels are): leave C None")
+        if self.posterior == "laplace":
+            raise ValueError("likelihood='probit' has EP's posterior only; use posterior='ep'")
+        if self.n_inducing not in ("auto", None):
+            raise ValueError("likelihood='probit' computes on the full prior: leave n_inducing 'auto' or None")
+        shape_name = template.shape_parameter
+        fixed = self._probit_fixed(shape_name)
+        all_fixed = len(fixed) == 2 + (shape_name is not None)
+        # the probit's evidence needs no ln N(D), the work a subsample saves: "auto" selects on every row
+        size = None if isinstance(self.selection_size, str) else self.selection_size
+        selected_on, selected = selection_subset(data, size, random_state=self._seed(), selects=not all_fixed)
+        self.selection_rows_ = None if selected is None else np.flatnonzero(np.isin(row, selected))
+        self.inducing_ = None
+        self._training = (selected_on, None, self._seed())
+        per_class = self.classes_.size > 2 and self.multiclass == "per_class"
+        if all_fixed:
+            kernel = check_kernel(template.replace(amplitude=float(self.amplitude), offset=float(self.offset),
+                                                   **({shape_name: float(self.length_scale)} if shape_name else {})),
+                                  data.X.shape[1])
+            self.selection_ = None
+            self._evidence = probit_evidence(selected_on, kernel)
+            kernels = [kernel] * data.Y.shape[0]
+        else:
+            selections = tuple(select_probit(problem, template, fixed=fixed)
+                               for problem in (selected_on.problems if per_class else (selected_on,)))
+            self.selection_ = selections if per_class else selections[0]
+            self._evidence = (ProbitEvidence.joined(s.evidence for s in selections) if per_class
+                              else selections[0].evidence)
+            kernels = ([s.kernel for s in selections] if per_class else [selections[0].kernel] * data.Y.shape[0])
+        if selected is None:  # the evidence's own EP runs are the posterior
+            posteriors = list(self._evidence.posteriors)
+        elif per_class:
+            posteriors = [probit_posteriors(problem, kernel, tol=PREDICTION_TOLERANCE)[0]
+                          for problem, kernel in zip(data.problems, kernels)]
+        else:
+            posteriors = list(probit_posteriors(data, kernels[0], tol=PREDICTION_TOLERANCE))
+        self._set_fitted(shape_name, posteriors, kernels, [None] * len(kernels), _first_rows(row))
+        self.C_ = self.fit_ = None  # the GP classifier has no C and fits no MAP SVM
+        return self
+
+    def _probit_fixed(self, shape_name) -> dict:
+        """The probit GP's fixed hyperparameters in its selection's names (amplitude, offset_ratio, the shape)."""
+        if self.offset is not None and self.amplitude is None:
+            raise ValueError("offset can only be fixed together with amplitude (the search is over k_b / k0)")
+        if self.length_scale is not None and shape_name is None:
+            raise ValueError(f"the {self.kernel!r} kernel has no shape parameter; leave length_scale None")
+        fixed = {}
+        if self.amplitude is not None:
+            fixed["amplitude"] = float(self.amplitude)
+        if self.offset is not None:
+            fixed["offset_ratio"] = float(self.offset) / float(self.amplitude)
+        if self.length_scale is not None:
+            fixed[shape_name] = float(self.length_scale)
+        return fixed
 
     @property
     @float64
@@ -303,6 +387,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         if not (isinstance(budget, Real) and np.isfinite(budget) and budget > 0):
             raise ValueError(f"budget must be a positive number (a multiple of the fit's ln N(D) work); got {budget!r}")
+        if self.likelihood == "probit":  # EP's value, deterministic: no sampled term to estimate again
+            return self.evidence_
         if isinstance(self.kernel_, tuple):
             raise ValueError("certify_evidence needs one shared ln N(D); with multiclass='per_class' each class has its "
                              "own: fit BayesianSVC on each one-vs-rest problem to certify it")
@@ -361,13 +447,22 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         :func:`bayesvm.log_evidence`'s defaults, with the fitted estimator's seed; k >= 3 classes: the summed
         evidence of the one-vs-rest problems at the same ``theta``
         (:func:`bayesvm.evidence.log_evidence.log_evidence_one_vs_rest`). Like scikit-learn's
-        ``GaussianProcessClassifier.log_marginal_likelihood``.
+        ``GaussianProcessClassifier.log_marginal_likelihood``. With ``likelihood="probit"`` ``theta`` has no ln C:
+        (ln amplitude, ln(offset / amplitude), ln shape), and the value is EP's (:func:`bayesvm.probit_log_evidence`).
         """
         check_is_fitted(self)
         if theta is None:
             return self.log_evidence_
         theta = np.asarray(theta, dtype=np.float64)
         template = self._template(self.n_features_in_)
+        if self.likelihood == "probit":  # no C: theta starts at ln amplitude
+            names = coordinate_names(template)[1:]
+            if theta.shape != (len(names),) or not np.all(np.isfinite(theta)):
+                raise ValueError(f"theta must be {len(names)} finite log hyperparameters {names}; got "
+                                 f"{theta.tolist()}")
+            x = np.concatenate([[0.0], theta])
+            kernel = check_kernel(template.replace(**kernel_hyperparameters_at(template, x)), self.n_features_in_)
+            return probit_evidence(self._training[0], kernel).total
         names = coordinate_names(template)
         if theta.shape != (len(names),) or not np.all(np.isfinite(theta)):
             raise ValueError(f"theta must be {len(names)} finite log hyperparameters {names}; got {theta.tolist()}")

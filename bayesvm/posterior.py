@@ -16,6 +16,10 @@ theta* = 0 (g is odd and increasing and the Gaussian is symmetric about theta*):
 * ``"simple"``: <P(+1|theta)> = <sigmoid(C g(theta))>, by Gauss-Hermite quadrature.
 
 Error bars: theta* +- sigma and the plug-in probabilities at those two ends.
+
+The GP classifier (the probit likelihood Phi(y theta), :class:`ProbitPosterior`) has EP's posterior alone and
+one predictive probability, Phi(mean / sqrt(1 + variance)), which "averaged" and "simple" both are; "map" is
+Phi(mean).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from scipy import special
 
 from . import _linalg
 from ._precision import as_float64, float64, numpy_leaves
@@ -59,6 +64,9 @@ __all__ = [
     "LowRankFit",
     "low_rank_posteriors",
     "posteriors_at",
+    "ProbitPosterior",
+    "probit_posteriors",
+    "probit_probability",
 ]
 
 PROBABILITY_METHODS = ("averaged", "map", "simple")
@@ -151,10 +159,18 @@ class _LatentPredictions:
         """Posterior mean and variance of theta(x) at new inputs."""
         return _linalg.on_row_blocks(self._block_latent, self._checked_inputs(X))
 
+    def _probability(self, mean: np.ndarray, variance: np.ndarray, method: str):
+        """P(y = +1 | x) of the latent posterior N(mean, variance) by the named method."""
+        return predictive_probability(mean, variance, self.C, method)
+
+    def _plug_in(self, theta: np.ndarray):
+        """P(y = +1 | theta), the likelihood's class probability at a latent value."""
+        return label_probability(theta, self.C)
+
     @float64
     def predict_proba(self, X, method: str = "averaged") -> np.ndarray:
         """P(y = +1 | x) by the named method (module docstring), shape (n_samples,)."""
-        return _linalg.on_row_blocks(lambda X: predictive_probability(*self._block_latent(X), self.C, method),
+        return _linalg.on_row_blocks(lambda X: self._probability(*self._block_latent(X), method),
                                       self._checked_inputs(X))
 
     @float64
@@ -164,8 +180,7 @@ class _LatentPredictions:
         def bars(X):
             mean, variance = self._block_latent(X)
             sigma = np.sqrt(variance)
-            return ErrorBars(mean, sigma, label_probability(mean - sigma, self.C),
-                             label_probability(mean + sigma, self.C))
+            return ErrorBars(mean, sigma, self._plug_in(mean - sigma), self._plug_in(mean + sigma))
 
         return _linalg.on_row_blocks(bars, self._checked_inputs(X))
 
@@ -234,6 +249,84 @@ def _converged_label_ep(K, fit: MapSVM, tol: float = FULL_TOLERANCE) -> EPResult
     weights, opposite = merged_label_weights(fit.X, fit.y, fit.weights)
     return converged_ep(K, jnp.asarray(fit.y), fit.C, weights=weights[0],
                         opposite=None if opposite is None else opposite[0], tol=tol)
+
+
+def probit_probability(mean, variance, method: str = "averaged") -> np.ndarray:
+    """P(y = +1 | x) of the GP classifier from its latent posterior N(mean, variance) (host-side, NumPy).
+
+    ``"averaged"`` and ``"simple"``: <Phi(theta)> = Phi(mean / sqrt(1 + variance)) (Rasmussen & Williams 2006,
+    eq. 3.80): the probit likelihood is normalised, so the probability of +1 given that a label is emitted and the
+    average of P(+1 | theta) are one and the same; ``"map"``: the plug-in Phi(mean). Above 1/2 exactly where
+    mean > 0 (:func:`_same_side_of_half`, on the host).
+    """
+    if method not in PROBABILITY_METHODS:
+        raise ValueError(f"method must be one of {PROBABILITY_METHODS}; got {method!r}")
+    mean, variance = np.asarray(mean, dtype=np.float64), np.asarray(variance, dtype=np.float64)
+    p = special.ndtr(mean if method == "map" else mean / np.sqrt(1.0 + variance))
+    above, below = np.nextafter(0.5, 1.0), np.nextafter(0.5, 0.0)
+    return np.where(mean > 0.0, np.maximum(p, above), np.where(mean < 0.0, np.minimum(p, below), 0.5))
+
+
+@dataclass(frozen=True)
+class ProbitPosterior(_LatentPredictions):
+    """EP's Gaussian posterior of the latent function of the GP classifier (the probit likelihood Phi(y theta)).
+
+    ``X``: the training inputs (distinct rows; rows of equal input share one site); ``kernel``: the prior's;
+    ``ep``: EP's run on them (:func:`bayesvm.inference.ep.converged_ep` with ``likelihood="probit"``), its
+    ``log_z`` the problem's ln P(D). Predictions as :class:`Posterior`'s with EP, and class probabilities
+    Phi(mean / sqrt(1 + variance)) (:func:`probit_probability`; error bars: Phi at mean -+ sigma). There is no C:
+    ``C`` is None.
+    """
+
+    X: np.ndarray
+    kernel: Kernel
+    ep: EPResult
+    C = None
+
+    def __getstate__(self):
+        return numpy_leaves(self.__dict__)
+
+    @property
+    def approximation(self) -> str:
+        return "ep"
+
+    @property
+    def log_evidence(self) -> float:
+        """ln P(D) of the problem by EP (the likelihood is normalised: no ln N(D))."""
+        return float(self.ep.log_z)
+
+    @property
+    def converged(self) -> bool:
+        return bool(self.ep.converged)
+
+    def _checked_inputs(self, X) -> np.ndarray:
+        return check_inputs(X, n_features=self.X.shape[1])
+
+    def _latent(self, X: np.ndarray) -> tuple[Array, Array]:
+        K_cross = gram_matrix(self.kernel, X, np.asarray(self.X, dtype=np.float64))
+        return ep_predict(self.ep, K_cross, gram_diagonal(self.kernel, X))
+
+    def _probability(self, mean, variance, method: str):
+        return probit_probability(mean, variance, method)
+
+    def _plug_in(self, theta):
+        return special.ndtr(theta)
+
+
+@float64
+def probit_posteriors(data: TrainingData, kernel: Kernel, *, tol: float = FULL_TOLERANCE) -> tuple[ProbitPosterior, ...]:
+    """The GP classifier's EP posterior of each binary problem of validated ``data`` at a valid kernel, from one
+    Gram matrix: one site per distinct input carrying every label there
+    (:func:`bayesvm.inference.ep_loop.merged_label_weights`), cold sites converged to the site tolerance ``tol``
+    with each slower loop of EP_LOOPS in turn where needed (:func:`bayesvm.inference.ep.converged_ep`). Each run's
+    ``log_z`` is that problem's ln P(D); no warning here (the callers say what an unconverged run means for
+    them)."""
+    K = gram_matrix(kernel, jnp.asarray(data.X))
+    weights, opposite = merged_label_weights(data.X, data.Y, data.weights)
+    return tuple(ProbitPosterior(data.X, kernel, converged_ep(K, y, likelihood="probit", weights=weights[c],
+                                                              opposite=None if opposite is None else opposite[c],
+                                                              tol=tol))
+                 for c, y in enumerate(data.Y))
 
 
 @dataclass(frozen=True)

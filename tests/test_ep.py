@@ -506,7 +506,7 @@ def test_batch_matches_strict_single_runs(sites):
 
 def test_batch_rejects_unknown_site_family():
     with pytest.raises(ValueError, match="sites must be one of"):
-        ep_log_z_batch(np.eye(2), np.ones(1), np.ones(1), np.ones(2), sites="probit")
+        ep_log_z_batch(np.eye(2), np.ones(1), np.ones(1), np.ones(2), sites="logit")
 
 
 def _equicorrelated_log_normalization(n: int, amplitude: float, independent: float, C: float) -> float:

@@ -33,8 +33,10 @@ EXPECTED_FAILED_CHECKS = {
 @parametrize_with_checks(
     # every hyperparameter fixed: the fit is the MAP SVM and its posterior. Laplace's posterior needs no EP program
     # compiled for each padded size of the checks' data (64 to 320 rows); the API with EP's posterior (the
-    # default) is checked by the tests below: labels, probabilities, batches, pickling, pipelines, determinism
-    [BayesianSVC(C=1.0, amplitude=0.5, length_scale=1.0, offset=0.5, posterior="laplace")],
+    # default) is checked by the tests below: labels, probabilities, batches, pickling, pipelines, determinism.
+    # The GP classifier (likelihood="probit") has EP's posterior alone, whose closed-form sites compile quickly
+    [BayesianSVC(C=1.0, amplitude=0.5, length_scale=1.0, offset=0.5, posterior="laplace"),
+     BayesianSVC(likelihood="probit", amplitude=2.0, length_scale=1.0, offset=0.5)],
     expected_failed_checks=lambda estimator: EXPECTED_FAILED_CHECKS,
 )
 def test_sklearn_estimator_checks(estimator, check):

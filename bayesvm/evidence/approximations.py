@@ -24,7 +24,9 @@ integrals carry that name. Over the n training inputs themselves (theory:
 * ``"annealed"`` (the default everywhere): tempered SMC, with a standard
   error from independent runs;
 * ``"ep"``: EP, deterministic but tens of nats low where the latents are
-  strongly correlated (theory: "Expectation propagation").
+  strongly correlated (theory: "Expectation propagation");
+* ``"none"``: 0, the normalisation of a normalised likelihood: with
+  ``EPNaive(likelihood="probit")`` the GP classifier's evidence is ln Z alone.
 
 Over M stand-in inputs for the input distribution, with the exponent n,
 ln N(D) ~= ln E_theta[(mean_j nu(theta(x_j)))^n] (``cells.base`` is then the
@@ -61,13 +63,13 @@ from ..normalization.annealing import (
     prior_factor,
 )
 from ..normalization.budget import EvidenceBudget, budgeted_log_normalization, prior_basis, widened
-from ..inference.ep import EP_LOOPS, FULL_TOLERANCE, converged_ep, ep_log_z_batch
+from ..inference.ep import EP_LOOPS, FULL_TOLERANCE, LIKELIHOOD_SITES, converged_ep, ep_log_z_batch
 from ..inference.ep_gradient import EPSites, NaiveEvidenceGradient, ep_naive_evidences_and_gradient
 from ..inference.ep_loop import merged_label_weights
 from ..inference.ep_low_rank import low_rank_naive_evidences_and_gradient
 from ..kernels import Kernel
 from ..normalization.low_rank import LowRankNormalizationPath
-from ..normalization.path import NormalizationPath, ReweightedPath
+from ..normalization.path import NormalizationPath, PathEstimate, ReweightedPath
 from ..inference.laplace import DETERMINANTS, NaiveEvidenceTerms, laplace_factor, laplace_log_naive_evidence
 from ..normalization.draws import PRIOR_DRAWS, draws_from_base, log_normalization_from_draws
 from ..solver.dual import solve_dual_boxes
@@ -181,17 +183,19 @@ def _in_batches(run: Callable, *per_cell: np.ndarray, batch_size: int | None = N
 
 
 def _ep_estimate(cells: Cells, sites: str, tol: float, log_z_tol: float) -> Estimate:
-    """ln Z by EP at every cell (:func:`bayesvm.inference.ep.ep_log_z_batch`, ``sites`` "labels" or "nu"), trusted where
-    converged; cells whose loop has not converged run again with each slower loop of ``EP_LOOPS`` in turn. One cell
-    of ln Q(D) runs :func:`converged_ep`, whose result (``diagnostics["ep"]``) also serves the posterior there."""
-    if sites == "labels" and cells.size == 1:
+    """ln Z by EP at every cell (:func:`bayesvm.inference.ep.ep_log_z_batch`, ``sites`` "labels", "probit" or "nu"),
+    trusted where converged; cells whose loop has not converged run again with each slower loop of ``EP_LOOPS`` in
+    turn. One cell of label sites runs :func:`converged_ep`, whose result (``diagnostics["ep"]``) also serves the
+    posterior there."""
+    if sites != "nu" and cells.size == 1:
         weights, opposite = cells.label_weights
+        likelihood = "hinge" if sites == "labels" else "probit"
         result = converged_ep(cells.prior(0), cells.y, float(cells.C[0]), weights=weights, opposite=opposite,
-                              tol=tol, log_z_tol=log_z_tol)
+                              likelihood=likelihood, tol=tol, log_z_tol=log_z_tol)
         diagnostics = {"n_iter": np.array([int(result.n_iter)]), "ep": jax.tree_util.tree_map(lambda v: np.asarray(v)[None], result)}
         return Estimate(np.array([float(result.log_z)]), np.zeros(1), np.array([bool(result.converged)]), diagnostics)
     base = cells.unit_prior
-    y = cells.y if sites == "labels" else None
+    y = None if sites == "nu" else cells.y
     weights, opposite = cells.label_weights if y is not None else (None, None)
     log_z, converged = np.full(cells.size, np.nan), np.zeros(cells.size, bool)
     n_iter = np.zeros(cells.size, int)
@@ -215,13 +219,22 @@ def _ep_estimate(cells: Cells, sites: str, tol: float, log_z_tol: float) -> Esti
 
 @dataclass(frozen=True)
 class EPNaive:
-    """ln Q(D) by EP (label sites); stops once ln Z changes by less than ``log_z_tol`` nats three times running."""
+    """ln Q(D) by EP (label sites); stops once ln Z changes by less than ``log_z_tol`` nats three times running.
+
+    ``likelihood``: ``"hinge"`` (the SVM's Q(y | theta), penalty C) or ``"probit"`` (the GP classifier's
+    Phi(y theta), whose ln Z is its whole evidence ln P(D); the cells' C is not used).
+    """
 
     log_z_tol: float = 1e-6
     tol: float = FULL_TOLERANCE
+    likelihood: str = "hinge"
+
+    def __post_init__(self):
+        if self.likelihood not in LIKELIHOOD_SITES:
+            raise ValueError(f"likelihood must be one of {tuple(LIKELIHOOD_SITES)}; got {self.likelihood!r}")
 
     def __call__(self, cells: Cells) -> Estimate:
-        return _ep_estimate(cells, "labels", self.tol, self.log_z_tol)
+        return _ep_estimate(cells, LIKELIHOOD_SITES[self.likelihood], self.tol, self.log_z_tol)
 
     def along_path(self, X, template: Kernel, inducing=None, weights=None) -> Callable[..., NaiveEvidenceGradient]:
         """ln Q(D) of k problems on the inputs X (n, d) with the rows' ``weights`` (n,) (None: 1 each) and the
@@ -229,6 +242,8 @@ class EPNaive:
         ``naive(x, Y, sites, damping, max_iter)`` (Y (k, n) in -1/+1, sites their (k, n) warm starts): on the full
         prior (:func:`bayesvm.inference.ep_gradient.ep_naive_evidences_and_gradient`) or, given ``inducing`` inputs
         (m, d), on the low-rank one (:func:`bayesvm.inference.ep_low_rank.low_rank_naive_evidences_and_gradient`)."""
+        if inducing is not None and self.likelihood != "hinge":
+            raise ValueError(f"the {self.likelihood} likelihood's EP runs on the full prior only; got inducing inputs")
         X = as_float64(X)
         loop = {"tol": self.tol, "log_z_tol": self.log_z_tol}
 
@@ -237,7 +252,8 @@ class EPNaive:
             site_weights, opposite = merged_label_weights(X, Y, weights)
             labels = {"weights": site_weights, "opposite": opposite, "damping": damping, "max_iter": max_iter}
             if inducing is None:
-                return ep_naive_evidences_and_gradient(x, X, Y, template, sites, **labels, **loop)
+                return ep_naive_evidences_and_gradient(x, X, Y, template, sites, likelihood=self.likelihood,
+                                                       **labels, **loop)
             return low_rank_naive_evidences_and_gradient(x, X, inducing, Y, template, sites, **labels, **loop)
 
         return naive
@@ -407,6 +423,33 @@ class PriorNormalization:
                         {"ess": ess, "n_samples": np.full(cells.size, self.n_samples)})
 
 
+@dataclass(frozen=True)
+class NoNormalization:
+    """ln N(D) = 0 exactly: the estimator of a normalised likelihood (the GP classifier's probit,
+    Phi(theta) + Phi(-theta) = 1), whose ln Z is its whole evidence (theory: "The GP classifier: a normalised
+    likelihood")."""
+
+    def __call__(self, cells: Cells) -> Estimate:
+        zeros = np.zeros(cells.size)
+        return Estimate(zeros, zeros.copy(), np.ones(cells.size, bool), {})
+
+    def along_path(self, X, template: Kernel, inducing=None, weights=None) -> "NormalizedPath":
+        return NormalizedPath()
+
+
+class NormalizedPath:
+    """ln N(D) = 0 with gradient 0 at every point of a search path (:class:`NoNormalization`): no anchors, no work."""
+
+    n_anchors = 0
+    likelihood_evaluations = 0
+
+    def estimate(self, x) -> PathEstimate:
+        return PathEstimate(0.0, np.zeros(np.size(x)), 0.0, np.inf, False, True, True)
+
+    def refine(self, x, tolerance: float, reference=None) -> PathEstimate:
+        return self.estimate(x)
+
+
 # ---------------------------------------------------------------------------
 # the registry
 
@@ -416,6 +459,7 @@ NORMALIZATION_ESTIMATORS: dict[str, type] = {
     "ep": EPNormalization,
     "annealed-stand-in": AnnealedStandInNormalization,
     "prior": PriorNormalization,
+    "none": NoNormalization,
 }
 #: the ln N(D) estimators whose integral runs over stand-in inputs (``cells.base`` their Gram, ``cells.n`` the exponent)
 STAND_IN_ESTIMATORS = ("annealed-stand-in", "prior")

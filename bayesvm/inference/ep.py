@@ -18,6 +18,9 @@ P(D) = Q(D) / N(D) (theory: "Expectation propagation"):
   the single-draw estimate of N(D) with the training inputs (theory: "The
   single-draw identity").
 
+A third, ``ep_log_evidence(..., likelihood="probit")``, is the GP classifier's: t_i = Phi(y_i theta_i), a
+normalised likelihood, so Z = P(D), its whole evidence (theory: "The GP classifier: a normalised likelihood").
+
 The hinge site is log-concave, so its Gaussian site precisions are never
 negative; nu is bimodal (maxima at theta = +-1) and gives negative site
 precisions, which the posterior update handles by splitting the sites into
@@ -49,7 +52,7 @@ from .. import _linalg
 from .._precision import float64
 from ..compilation import jit
 from .ep_posterior import EPPredictor, GaussianPosterior, ep_predict, positive_part
-from .ep_loop import (EP_LOOPS, EPResult, cavity, ep_loop_gram, flat_at_padding, label_sites, nu_sites, run_ep,
+from .ep_loop import (EP_LOOPS, EPResult, cavity, ep_loop_gram, flat_at_padding, nu_sites, run_ep,
                       site_family)
 from .tilted import label_tilted_moments
 
@@ -65,6 +68,7 @@ __all__ = [
     "ep_log_z_batch",
     "ep_log_evidence",
     "converged_ep",
+    "LIKELIHOODS",
     "ep_log_normalization",
     "ep_predict",
 ]
@@ -106,14 +110,26 @@ def label_penalty_derivative(post: GaussianPosterior, tau: Array, shift: Array, 
     return jax.grad(log_z_sites)(C)
 
 
-@jit
-def _padded_label_run(K, y, weights, opposite, C, sites, damping, max_iter, tol, log_z_tol) -> LabelEP:
+#: the site family of each label likelihood (:func:`bayesvm.inference.ep_loop.site_family`): the hinge's Q(y | theta)
+#: and the GP classifier's Phi(y theta)
+LIKELIHOOD_SITES = {"hinge": "labels", "probit": "probit"}
+LIKELIHOODS = tuple(LIKELIHOOD_SITES)
+
+
+@jit(static_argnames=("family", "unit_weights"))
+def _padded_label_run(K, y, weights, opposite, C, sites, damping, max_iter, tol, log_z_tol, *, family="labels",
+                      unit_weights=False) -> LabelEP:
     """EP with label sites on the padded prior K from the sites (precision, shift) (zeros: a cold start), with its
-    predictor and the derivatives of :class:`LabelEP`: the one program behind ln Q(D) by EP on the full prior, for
+    predictor and the derivatives of :class:`LabelEP`: the one program behind ln Z by EP on the full prior, for
     the search (warm sites, loose tolerances, the derivatives), the checks at its answer and the posterior (cold
     sites, tight tolerances, the predictor). The derivatives cost one more solve with B's factor; sharing the
-    program saves a compilation per padded size (documentation: speed)."""
-    moments = flat_at_padding(label_sites(y, C, weights, opposite), weights > 0)
+    program saves a compilation per padded size (documentation: speed).
+
+    ``family`` (static): the site family, ``"labels"`` (the hinge, penalty C) or ``"probit"`` (C is not used, and
+    the penalty derivative is 0); ``unit_weights`` (static): every data entry is one label of weight 1, which the
+    probit sites then take in closed form (``weights`` still marks the padding with 0)."""
+    site_weights = 1.0 if unit_weights else weights
+    moments = flat_at_padding(site_family(family, y, C, site_weights, opposite), weights > 0)
     state = ep_loop_gram(K, moments, False, damping, max_iter, tol, log_z_tol, sites)
     tau, shift, post = state.site_precision, state.site_shift, state.posterior
     sqrt_pos, chol, _ = positive_part(K, tau)
@@ -121,23 +137,35 @@ def _padded_label_run(K, y, weights, opposite, C, sites, damping, max_iter, tol,
     R = sqrt_pos[:, None] * cho_solve((chol, True), jnp.diag(sqrt_pos))
     predictor = EPPredictor(alpha, chol, sqrt_pos, jnp.zeros((0, K.shape[0]), dtype=K.dtype))
     result = EPResult(state.log_z, post.mean, post.variance, tau, shift, state.converged, state.n_iter, predictor)
-    return LabelEP(result, 0.5 * (jnp.outer(alpha, alpha) - R),
-                   label_penalty_derivative(post, tau, shift, y, C, weights, opposite))
+    penalty = (label_penalty_derivative(post, tau, shift, y, C, weights, opposite) if family == "labels"
+               else jnp.zeros((), dtype=K.dtype))
+    return LabelEP(result, 0.5 * (jnp.outer(alpha, alpha) - R), penalty)
 
 
-def padded_label_run(K, y, weights, C, sites, damping, max_iter, tol, log_z_tol, opposite=None) -> LabelEP:
+def padded_label_run(K, y, weights, C, sites, damping, max_iter, tol, log_z_tol, opposite=None,
+                     likelihood: str = "hinge") -> LabelEP:
     """:func:`_padded_label_run` on a problem already padded to its static size (``weights``: each data entry's
     weight, 0 at the padding (:func:`bayesvm._linalg.pad_weights`); ``opposite``: the other label's weight at each
     entry, padded with 0, or None where no entry carries both labels (:func:`bayesvm.inference.ep_loop.merged_label_weights`);
-    ``sites`` (precision, shift) of that size), its arguments with fixed types (:func:`_fixed_types`): every
-    caller, whichever Python, NumPy or JAX values it holds, shares one compiled program (one more where some entry
-    carries both labels)."""
+    ``sites`` (precision, shift) of that size; ``likelihood``: ``"hinge"`` or ``"probit"`` (C is not used)), its
+    arguments with fixed types (:func:`_fixed_types`): every caller, whichever Python, NumPy or JAX values it
+    holds, shares one compiled program (one more where some entry carries both labels). For the probit likelihood
+    the choice between the closed-form sites and the quadrature is made here, on the host: closed form where no
+    entry carries both labels and every weight is 0 (padding) or 1."""
+    if likelihood not in LIKELIHOOD_SITES:
+        raise ValueError(f"likelihood must be one of {LIKELIHOODS}; got {likelihood!r}")
     y, weights, precision, shift = (_linalg._array_module(v).asarray(v, dtype=np.float64)
                                     for v in (y, weights, *sites))
     if opposite is not None:
         opposite = _linalg._array_module(opposite).asarray(opposite, dtype=np.float64)
-    C, damping, max_iter, tol, log_z_tol = _fixed_types(C, damping, max_iter, tol, log_z_tol)
-    return _padded_label_run(K, y, weights, opposite, C, (precision, shift), damping, max_iter, tol, log_z_tol)
+    C, damping, max_iter, tol, log_z_tol = _fixed_types(1.0 if C is None else C, damping, max_iter, tol, log_z_tol)
+    statics = {}  # a hinge run names none: its program is the one the search has always compiled
+    if likelihood == "probit":
+        unit = (opposite is None and _linalg._array_module(weights) is np
+                and bool(np.all((weights == 0.0) | (weights == 1.0))))
+        statics = {"family": LIKELIHOOD_SITES[likelihood], "unit_weights": unit}
+    return _padded_label_run(K, y, weights, opposite, C, (precision, shift), damping, max_iter, tol, log_z_tol,
+                             **statics)
 
 
 def _fixed_types(C, damping, max_iter, tol, log_z_tol) -> tuple:
@@ -182,11 +210,12 @@ def _run_padded(K: Array, y: Array | None, weights, opposite, C, sites: str, dam
     size = _linalg.problem_size(n)
     mask = _linalg.padding_mask(n, size)
     K = _linalg.pad_gram(K, size)
-    if sites == "labels":
+    if sites in ("labels", "probit"):
         zeros = np.zeros(size)
         result = padded_label_run(K, _linalg.pad_labels(y, size), _linalg.pad_weights(weights, n, size), C,
                                   (zeros, zeros), damping, max_iter, tol, log_z_tol,
-                                  None if opposite is None else _linalg.pad_weights(opposite, n, size)).result
+                                  None if opposite is None else _linalg.pad_weights(opposite, n, size),
+                                  likelihood="hinge" if sites == "labels" else "probit").result
     else:
         result = _padded_nu_run(K, mask, *_fixed_types(C, damping, max_iter, tol, log_z_tol))
     return _trimmed(result, n)
@@ -194,16 +223,18 @@ def _run_padded(K: Array, y: Array | None, weights, opposite, C, sites: str, dam
 
 @float64
 def ep_log_evidence(
-    K: Array, y: Array, C: Array | float, *, weights=None, opposite=None, damping=0.5, max_iter=200,
-    tol=FULL_TOLERANCE, log_z_tol=0.0
+    K: Array, y: Array, C: Array | float | None = None, *, weights=None, opposite=None, likelihood: str = "hinge",
+    damping=0.5, max_iter=200, tol=FULL_TOLERANCE, log_z_tol=0.0
 ) -> EPResult:
-    """EP for the naive evidence ln Q(D) = sum_i w_i ln kappa(C) + ln INT N(theta; 0, K) exp(-C sum_i w_i l(y_i theta_i)).
+    """EP for the naive evidence ln Q(D) = sum_i w_i ln kappa(C) + ln INT N(theta; 0, K) exp(-C sum_i w_i l(y_i theta_i)),
+    or with ``likelihood="probit"`` for the GP classifier's evidence ln P(D) = ln INT N(theta; 0, K)
+    prod_i Phi(y_i theta_i)^{w_i} dtheta (no C; normalised, so no ln N(D) to subtract).
 
     K: (n, n) Gram matrix of the training inputs; y: (n,) labels in {-1, +1};
-    C > 0; weights: (n,) positive weights w_i of the rows (None: every w_i = 1; theory: "Weights and repeated
+    C > 0 (the hinge only); weights: (n,) positive weights w_i of the rows (None: every w_i = 1; theory: "Weights and repeated
     rows"); opposite: (n,) the weight o_i of the other label on row i's latent, whose term
-    o_i (ln kappa(C) - C l(-y_i theta_i)) joins row i's site (None: no row carries both labels;
-    :func:`bayesvm.inference.ep_loop.merged_label_weights` merges rows of equal input so). ``result.log_z`` is the EP estimate of ln Q(D). damping is the
+    o_i (ln kappa(C) - C l(-y_i theta_i)), or o_i ln Phi(-y_i theta_i), joins row i's site (None: no row carries both labels;
+    :func:`bayesvm.inference.ep_loop.merged_label_weights` merges rows of equal input so). ``result.log_z`` is the EP estimate of ln Z. damping is the
     fraction of the old site parameters kept at each parallel update; tol and
     log_z_tol the two convergence tests of :func:`bayesvm.inference.ep_loop.run_ep`. ``log_z_tol = 0``
     (the default) switches the second off: the posterior moments are then
@@ -213,22 +244,26 @@ def ep_log_evidence(
     see the public wrappers). Compiled once per padded size
     (:func:`bayesvm._linalg.problem_size`), not once per n.
     """
+    if likelihood not in LIKELIHOOD_SITES:
+        raise ValueError(f"likelihood must be one of {LIKELIHOODS}; got {likelihood!r}")
+    if likelihood == "hinge" and C is None:
+        raise ValueError("the hinge likelihood needs its penalty C")
     xp = _linalg._array_module(K, y)  # NumPy on the host: _run_padded pads it there
     K = xp.asarray(K, dtype=np.float64)
-    return _run_padded(K, xp.asarray(y, dtype=K.dtype), weights, opposite, C, "labels", damping, max_iter, tol,
-                       log_z_tol)
+    return _run_padded(K, xp.asarray(y, dtype=K.dtype), weights, opposite, C, LIKELIHOOD_SITES[likelihood], damping,
+                       max_iter, tol, log_z_tol)
 
 
 @float64
-def converged_ep(K, y, C: float, *, weights=None, opposite=None, tol: float = FULL_TOLERANCE,
-                 log_z_tol: float = 0.0) -> EPResult:
-    """EP for ln Q(D) with its predictor (:func:`bayesvm.inference.ep.ep_log_evidence`), each slower loop of
-    ``EP_LOOPS`` in turn, from cold sites, until one converges: that loop's run (the last one where none does),
-    with ``n_iter`` the sweeps of every loop tried."""
+def converged_ep(K, y, C: float | None = None, *, weights=None, opposite=None, likelihood: str = "hinge",
+                 tol: float = FULL_TOLERANCE, log_z_tol: float = 0.0) -> EPResult:
+    """EP for ln Q(D) (or the probit GP's ln P(D)) with its predictor (:func:`bayesvm.inference.ep.ep_log_evidence`),
+    each slower loop of ``EP_LOOPS`` in turn, from cold sites, until one converges: that loop's run (the last one
+    where none does), with ``n_iter`` the sweeps of every loop tried."""
     sweeps = 0
     for damping, max_iter in EP_LOOPS:
-        result = ep_log_evidence(K, y, C, weights=weights, opposite=opposite, damping=damping, max_iter=max_iter,
-                                 tol=tol, log_z_tol=log_z_tol)
+        result = ep_log_evidence(K, y, C, weights=weights, opposite=opposite, likelihood=likelihood,
+                                 damping=damping, max_iter=max_iter, tol=tol, log_z_tol=log_z_tol)
         sweeps += int(result.n_iter)
         if bool(result.converged):
             break

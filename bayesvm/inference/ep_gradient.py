@@ -1,4 +1,4 @@
-"""EP's naive evidence ln Q(D) with its exact gradient in the search coordinates.
+"""EP's naive evidence ln Q(D) with its exact gradient in the search coordinates (and the GP classifier's ln P(D)).
 
 At a fixed point of expectation propagation the EP estimate ln Z_EP is
 stationary in the site parameters (Seeger 2005, "Expectation propagation for
@@ -17,6 +17,9 @@ left. Two parts depend on the hyperparameters:
 * the tilted normalisers ln Z_i(m_i, v_i; C) of the sites at their fixed
   cavities (m_i, v_i), through C (the hinge likelihood's constant
   kappa(C) included): sum_i d ln Z_i / dC times dC/dx.
+
+The GP classifier's probit sites Phi(y_i theta_i) have no C: for them the
+first part is the whole gradient, from the same program (``likelihood="probit"``).
 
 The EP run itself starts from the sites of the previous point of the search
 (a warm start), which is what makes an evaluation cost a few factorisations
@@ -132,6 +135,7 @@ def ep_naive_evidences_and_gradient(
     *,
     weights=None,
     opposite=None,
+    likelihood: str = "hinge",
     damping: float = 0.5,
     max_iter: int = 200,
     tol: float = 1e-6,
@@ -139,6 +143,8 @@ def ep_naive_evidences_and_gradient(
 ) -> NaiveEvidenceGradient:
     """EP's ln Q(D_c) of k binary problems on the same inputs, and the gradient of their sum sum_c ln Q(D_c).
 
+    ``likelihood``: ``"hinge"`` (ln Q(D), the SVM's naive evidence) or ``"probit"`` (the GP classifier's ln P(D);
+    its site has no C, so the gradient's ln C entry is 0: hold that coordinate fixed).
     Y: (k, n) labels in {-1, +1}; weights: (n,) the rows' weights (None: all 1), shared by the problems, or (k, n)
     one row per problem; opposite: None, or (k, n) each site's weight of the other label
     (:func:`bayesvm.inference.ep_loop.merged_label_weights`, which gives both (k, n) arrays); sites:
@@ -167,7 +173,7 @@ def ep_naive_evidences_and_gradient(
     runs = [padded_label_run(K, _linalg.pad_labels(y, size), w, C,
                              (_linalg.pad_vector(np.asarray(p, dtype=np.float64), size),
                               _linalg.pad_vector(np.asarray(h, dtype=np.float64), size)),
-                             damping, max_iter, tol, log_z_tol, o)
+                             damping, max_iter, tol, log_z_tol, o, likelihood=likelihood)
             for y, w, o, p, h in zip(Y, weights, opposite, sites.precision, sites.shift)]
     # the derivatives summed over the problems (on the host: no program for a sum), carried to the coordinates by
     # one vector-Jacobian product (linear in its cotangent)

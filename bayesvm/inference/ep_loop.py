@@ -3,9 +3,10 @@
 The machinery behind :mod:`bayesvm.inference.ep` (a dense prior N(0, K)) and
 :mod:`bayesvm.inference.ep_low_rank` (a low-rank one): the damped parallel
 loop, the site families of the evidence (labels: Q(y_i | theta_i); nu: the
-label-emission probability) and the result with its predictor (theory:
-"Expectation propagation"; documentation: expectation propagation, for the
-derivation and the stabilisation choices).
+label-emission probability; probit: the GP classifier's Phi(y_i theta_i)) and
+the result with its predictor (theory: "Expectation propagation";
+documentation: expectation propagation, for the derivation and the
+stabilisation choices).
 
 Updates are parallel (all sites from the same posterior, then one Cholesky
 recomputation), damped in natural parameters and run inside
@@ -53,6 +54,7 @@ import numpy as np
 
 from .._precision import float64
 from .ep_posterior import EPPredictor, GaussianPosterior, posterior_from_sites, predictor_from_sites
+from .probit import probit_tilted_moments
 from .tilted import TiltedMoments, label_tilted_moments, nu_tilted_moments
 
 Array = jax.Array
@@ -68,6 +70,7 @@ __all__ = [
     "run_ep",
     "label_sites",
     "merged_label_weights",
+    "probit_sites",
     "nu_sites",
     "flat_at_padding",
     "shifted_sites",
@@ -85,7 +88,8 @@ class EPResult(NamedTuple):
     """Result of an EP run.
 
     log_z: EP estimate of ln INT N(theta; 0, K) prod_i t_i(theta_i) dtheta
-      (ln Q(D) including n ln kappa(C) for :func:`bayesvm.inference.ep.ep_log_evidence`;
+      (ln Q(D) including n ln kappa(C) for :func:`bayesvm.inference.ep.ep_log_evidence` with the hinge
+      likelihood, ln P(D) of the GP classifier with the probit one;
       ln E_GP[prod_i nu(theta_i)] for ``ep_log_normalization``).
     mean, variance: approximate posterior mean and marginal variances of theta.
     site_precision, site_shift: Gaussian sites exp(-tau theta^2 / 2 + shift theta).
@@ -327,6 +331,17 @@ def label_sites(y: Array, C, weights: Array | float = 1.0, opposite: Array | Non
     return moments
 
 
+def probit_sites(y: Array, weights: Array | float = 1.0, opposite: Array | None = None) -> SiteMoments:
+    """The GP classifier's label sites Phi(y_i theta_i)^{w_i} Phi(-y_i theta_i)^{o_i}
+    (:func:`bayesvm.inference.probit.probit_tilted_moments`: in closed form where ``weights`` is the number 1 and
+    ``opposite`` None, by quadrature otherwise)."""
+
+    def moments(mean, variance):
+        return probit_tilted_moments(mean, variance, y, weights, opposite)
+
+    return moments
+
+
 def merged_label_weights(X, Y, weights=None) -> tuple[np.ndarray, np.ndarray | None]:
     """The label sites' weights of k binary problems with the rows of each distinct input merged into one site.
 
@@ -400,11 +415,15 @@ def shifted_sites(moments: SiteMoments, shift: Array) -> SiteMoments:
 
 def site_family(sites: str, y: Array | None, C, weights: Array | float = 1.0,
                 opposite: Array | None = None) -> SiteMoments:
+    """The site family called ``sites``: ``"labels"`` (the hinge likelihood Q(y | theta), penalty C), ``"probit"``
+    (the GP classifier's Phi(y theta); C is not used) or ``"nu"`` (the label-emission probability at penalty C)."""
     if sites == "labels":
         return label_sites(y, C, weights, opposite)
+    if sites == "probit":
+        return probit_sites(y, weights, opposite)
     if sites == "nu":
         return nu_sites(C)
     raise ValueError(f"sites must be one of {SITE_FAMILIES}; got {sites!r}")
 
 
-SITE_FAMILIES = ("labels", "nu")
+SITE_FAMILIES = ("labels", "probit", "nu")

@@ -35,15 +35,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._precision import as_float64, float64
-from .annealing import AnnealingResult, annealed_log_expectation
+from .annealing import AnnealingResult, annealed_log_expectation, prior_factor
+from ..inference.ep import converged_ep
 from ..inference.ep_low_rank import WeightGaussian, nu_weight_gaussian
+from ..inference.probit import log_probit
 from ..low_rank import LowRankPrior
 from ..model import log_nu
 
 Array = jax.Array
 
 __all__ = ["reference_log_ratio", "ep_started_factor", "ep_started_log_likelihood", "ep_weight_gaussian",
-           "annealed_from_ep"]
+           "annealed_from_ep", "probit_weight_gaussian", "annealed_probit_from_ep"]
 
 
 def reference_log_ratio(w: Array, z: Array, log_det_scale: Array) -> Array:
@@ -102,3 +104,54 @@ def annealed_from_ep(chol, C: float, mask=None, *, key=0, start: WeightGaussian 
     if result.particles is not None:  # the images (z, S z, L S z): theta = L m + L S z
         result = dataclasses.replace(result, particles=latent_mean + np.asarray(result.particles)[..., 2 * size:])
     return result, start
+
+
+# ---------------------------------------------------------------------------
+# the GP classifier's evidence, the same way
+
+
+@float64
+def ep_started_probit_log_likelihood(images: Array, mean: Array, log_det_scale: Array, latent_mean: Array,
+                                     y: Array, weights: Array) -> Array:
+    """ln p(w) - ln q(w) for the GP classifier, p(w) = N(w; 0, I) prod_i Phi(y_i (L w)_i)^{w_i}, at
+    w = mean + S z from the images (z, S z, L S z) (:func:`ep_started_factor`), as :func:`ep_started_log_likelihood`
+    for nu."""
+    z, scaled, latent = jnp.split(images, 3, axis=-1)
+    return (reference_log_ratio(mean + scaled, z, log_det_scale)
+            + jnp.sum(weights * log_probit(y * (latent_mean + latent)), axis=-1))
+
+
+def probit_weight_gaussian(chol, site_precision, site_shift, converged=True) -> WeightGaussian:
+    """EP's Gaussian of the whitened latents w (theta = chol w) from its sites (precision tau, shift nu~) on theta:
+    precision A = I + chol^T diag(tau) chol, mean A^-1 chol^T nu~, scale R^-T with A = R R^T (so that
+    scale scale^T = A^-1; no inverse of chol, which may be singular). Host-side (NumPy)."""
+    chol = np.asarray(chol, dtype=np.float64)
+    tau, shift = np.asarray(site_precision, dtype=np.float64), np.asarray(site_shift, dtype=np.float64)
+    R = np.linalg.cholesky(np.eye(chol.shape[1]) + chol.T @ (tau[:, None] * chol))
+    scale = np.linalg.inv(R).T
+    mean = scale @ (scale.T @ (chol.T @ shift))
+    return WeightGaussian(mean, scale, -np.sum(np.log(np.diagonal(R))), np.asarray(bool(converged)))
+
+
+@float64
+def annealed_probit_from_ep(K, y, weights=None, *, ep=None, key=0, **options) -> AnnealingResult:
+    """ln P(D) = ln E_{theta ~ N(0, K)}[prod_i Phi(y_i theta_i)^{w_i}] of the GP classifier by tempered SMC from EP's
+    Gaussian (the module docstring's route, with the probit in place of nu): the sampled reference for EP's value,
+    which the sampler only has to correct (each run's estimate is unbiased whatever the start).
+
+    K: (n, n) prior covariance of the training inputs (equal inputs allowed: the prior's factor is then singular);
+    y: (n,) labels in -1/+1; weights: (n,) the rows' weights (None: 1 each); ``ep``: EP's run for the same problem
+    whose sites give the start (an :class:`~bayesvm.inference.ep_loop.EPResult`, its rows of one input possibly
+    merged into one site; None: :func:`bayesvm.inference.ep.converged_ep` with ``likelihood="probit"`` here).
+    ``options`` go to :func:`bayesvm.normalization.annealing.annealed_log_expectation`.
+    """
+    K = np.asarray(K, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    weights = np.ones(y.size) if weights is None else np.asarray(weights, dtype=np.float64)
+    if ep is None:
+        ep = converged_ep(K, y, likelihood="probit", weights=None if np.all(weights == 1.0) else weights)
+    chol = prior_factor(K)
+    start = probit_weight_gaussian(chol, ep.site_precision, ep.site_shift, ep.converged)
+    return annealed_log_expectation(ep_started_factor(start, chol), ep_started_probit_log_likelihood,
+                                    args=(start.mean, start.log_det_scale, chol @ start.mean, y, weights), key=key,
+                                    **options)

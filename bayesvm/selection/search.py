@@ -41,7 +41,7 @@ from scipy.optimize import minimize
 
 from .._precision import float64
 from ..inference.ep import EP_LOOPS
-from ..evidence.approximations import path_estimators
+from ..evidence.approximations import NormalizedPath, path_estimators
 from ..inference.ep_gradient import EPSites
 from ..exceptions import BayesvmWarning
 from ..hyperparameters import SearchSpace, kernel_hyperparameters_at, pairwise_distances
@@ -59,6 +59,7 @@ __all__ = [
     "maximize_evidence",
     "EvidenceAscent",
     "default_starts",
+    "EP_RESOLUTION",
 ]
 
 #: the objective's value (-ln P(D)) where it cannot be evaluated; finite, so L-BFGS-B's line search backs off
@@ -238,7 +239,7 @@ class _Objective:
             start=self.start, x=x, log_evidence=log_naive - k * norm.value if feasible else -np.inf,
             log_naive=log_naive, log_normalization=norm.value if norm else np.nan,
             log_normalization_se=norm.se if norm else np.nan, ess=norm.ess if norm else 0.0,
-            ep_sweeps=sweeps, factorizations=factorizations + _path_factorizations(norm),
+            ep_sweeps=sweeps, factorizations=factorizations + _path_factorizations(norm, self.path),
             anchored=bool(norm and norm.anchored), seconds=time.perf_counter() - started,
         ))
         self.report_progress()
@@ -252,15 +253,21 @@ class _Objective:
         return -self.steps[-1].log_evidence / n, -gradient[self.space.free] / n
 
 
+#: what the evidence of one problem resolves where it is EP's ln Z alone (the probit likelihood, no sampled ln N(D)):
+#: well above the search's EP tolerances (1e-4 nats), well below any difference that matters for the choice
+EP_RESOLUTION = 0.01
+
+
 def resolution(n: int) -> float:
     """What the evidence of one problem over n points resolves, in nats: max(0.1, n / 3000) (an accuracy of 1 nat
     per 1,000 points, over three); the search stops once its last iterations gain less."""
     return max(0.1, n / 3000.0)
 
 
-def _path_factorizations(norm) -> int:
-    """The ln N(D) path's factorisations at one point: the reweighting's and its gradient pass, one more for a new anchor."""
-    if norm is None:
+def _path_factorizations(norm, path) -> int:
+    """The ln N(D) path's factorisations at one point: the reweighting's and its gradient pass, one more for a new
+    anchor (none where the likelihood is normalised: :class:`~bayesvm.evidence.approximations.NormalizedPath`)."""
+    if norm is None or isinstance(path, NormalizedPath):
         return 0
     return 3 if norm.anchored else 2
 
@@ -311,6 +318,7 @@ def maximize_evidence(
     random_state: int = 0,
     progress=None,
     weights=None,
+    likelihood: str = "hinge",
 ) -> SearchResult:
     """Climb ln P(D) from each start with L-BFGS-B; return the best end point (module docstring).
 
@@ -321,10 +329,12 @@ def maximize_evidence(
     (or (k, 3 + d) with per-feature length scales) starting coordinates; prior: the full prior or a low-rank one
     (:mod:`bayesvm.selection.search_priors`); progress: called as ``progress(done, total)``
     after each evaluation, on a scale of ``options.max_iter`` evaluations per start; weights: (n,) the rows'
-    weights (None: 1 each; theory: "Weights and repeated rows").
+    weights (None: 1 each; theory: "Weights and repeated rows"); likelihood: ``"hinge"`` (the Bayesian SVM) or
+    ``"probit"`` (the GP classifier: ln P(D) is EP's ln Z, with no ln N(D); hold ln C fixed, which it does not
+    have).
     """
     return EvidenceAscent.from_starts(X, y, template, space=space, starts=starts, options=options, prior=prior,
-                                      weights=weights,
+                                      weights=weights, likelihood=likelihood,
                                       random_state=random_state, progress=progress).result()
 
 
@@ -340,30 +350,33 @@ class EvidenceAscent:
     @float64
     def __init__(self, X, y, template: Kernel, *, space: SearchSpace, options: SearchOptions = SearchOptions(),
                  prior: FullPrior | InducingPrior = FullPrior(), random_state: int = 0, progress=None,
-                 n_starts: int = 1, weights=None):
+                 n_starts: int = 1, weights=None, likelihood: str = "hinge"):
         started = time.perf_counter()
         self.space, self.options, self.template = space, options, template
         X = jnp.asarray(X, dtype=jnp.float64)
         Y = np.atleast_2d(np.asarray(y, dtype=np.float64))
-        naive, normalization = path_estimators("ep", "annealed", tol=options.ep_tol, log_z_tol=options.ep_log_z_tol,
-                                               key=random_state, budget=options.budget)
+        # the probit likelihood is normalised: its evidence is EP's ln Z, with no ln N(D) path
+        naive, normalization = path_estimators("ep", "annealed" if likelihood == "hinge" else "none",
+                                               likelihood=likelihood, tol=options.ep_tol,
+                                               log_z_tol=options.ep_log_z_tol, key=random_state,
+                                               budget=options.budget)
         self.path = normalization.along_path(X, template, prior.inducing, weights)
         n_rows = X.shape[0] if weights is None else float(np.sum(weights))
         self.objective = _Objective(X, Y, space, options, naive.along_path(X, template, prior.inducing, weights),
                                     self.path, progress, n_starts, n_rows)
-        # k problems sum k evidences, each resolved to about the target standard error
-        self.resolution = Y.shape[0] * resolution(n_rows)
+        # k problems sum k evidences, each resolved to about the target standard error (EP alone: its own)
+        self.resolution = Y.shape[0] * (resolution(n_rows) if likelihood == "hinge" else EP_RESOLUTION)
         self.messages: list[str] = []
         self.seconds = time.perf_counter() - started  # wall time of the ascent's own work
 
     @classmethod
     def from_starts(cls, X, y, template: Kernel, *, space: SearchSpace, starts: np.ndarray,
                     options: SearchOptions = SearchOptions(), prior: FullPrior | InducingPrior = FullPrior(),
-                    random_state: int = 0, progress=None, weights=None) -> "EvidenceAscent":
+                    random_state: int = 0, progress=None, weights=None, likelihood: str = "hinge") -> "EvidenceAscent":
         """An ascent that has climbed from each of ``starts`` (:func:`maximize_evidence`'s arguments)."""
         starts = np.atleast_2d(starts)
         ascent = cls(X, y, template, space=space, options=options, prior=prior, random_state=random_state,
-                     progress=progress, n_starts=len(starts), weights=weights)
+                     progress=progress, n_starts=len(starts), weights=weights, likelihood=likelihood)
         for start in starts:
             ascent.climb(start)
         return ascent
@@ -454,7 +467,7 @@ class _Stall:
     @property
     def message(self) -> str:
         return (f"STALLED: the last {self.iterations} iterations raised ln P(D) by less than "
-                f"{self.resolution:.2g} nats, what ln N(D) resolves")
+                f"{self.resolution:.2g} nats, what the evidence resolves")
 
 
 #: the screen's moves away from an infeasible start, in order, in (ln C, ln k0, ln k_b/k0, ln shape): a smaller

@@ -28,10 +28,12 @@ from .grid_checks import GridChecks
 from .grid_selection import GridOptions, GridProblem, select_on_grid
 from ..hyperparameters import SearchSpace
 from ..kernels import Kernel, is_ard
+from ..inference.ep import LIKELIHOODS
 from ..inference.laplace import DETERMINANTS
 from ..normalization.draws import GRID_PRIOR_DRAWS, GRID_STAND_IN_INPUTS, normalization_inputs
 from ..normalization.budget import EvidenceBudget
 from .search import SearchOptions, default_starts
+from .probit import ProbitSelection, select_probit
 from .search_selection import SearchSelection, select_by_search
 from .search_priors import prior_for
 from .surface import EvidenceSurface
@@ -91,7 +93,8 @@ def select_hyperparameters(
     progress: Callable[[int, int], None] | None = None,
     evidence_budget: float = 1.0,
     sample_weight=None,
-) -> SearchSelection | EvidenceSurface:
+    likelihood: str = "hinge",
+) -> SearchSelection | EvidenceSurface | ProbitSelection:
     """Choose C, the amplitude k0, the kernel's shape and the offset k_b.
 
     Parameters
@@ -131,24 +134,41 @@ def select_hyperparameters(
         check at the answer (:class:`bayesvm.normalization.budget.EvidenceBudget`; 1 is the default).
     sample_weight : (n_samples,) non-negative weights, each row's likelihood term to that power (a row of weight 2
         is the row twice; 0: left out). ``method="grid"`` and ``"cv"`` take whole-number weights (they repeat rows).
+    likelihood : ``"hinge"`` (default: the Bayesian SVM, Sollich's normalised hinge likelihood) or ``"probit"``
+        (the GP classifier, Phi(y theta): no C, and no ln N(D), its likelihood being normalised). ``"probit"`` takes
+        ``method="search"`` on the full prior, ``grid`` a mapping fixing ``"amplitude"``, ``"offset_ratio"`` or the
+        shape parameter, and returns a :class:`~bayesvm.selection.probit.ProbitSelection`
+        (:func:`bayesvm.selection.probit.select_probit`; theory: "The GP classifier: a normalised likelihood").
     """
     data, _ = collapsed_training_data(X, y, sample_weight)
     return select_for(data, kernel_template(kernel), method=method, grid=grid, estimators=estimators,
                       options=options, cv=cv, inducing=inducing, random_state=random_state, progress=progress,
-                      budget=EvidenceBudget(evidence_budget))
+                      budget=EvidenceBudget(evidence_budget), likelihood=likelihood)
 
 
 def select_for(data: TrainingData, template: Kernel, *, method: str = "search", grid=None,
                estimators: GridEstimators = GridEstimators(), options: GridOptions = GridOptions(), cv: int = 5,
                inducing="auto", random_state: int = 0,
                progress: Callable[[int, int], None] | None = None,
-               budget: EvidenceBudget = EvidenceBudget()) -> SearchSelection | EvidenceSurface:
+               budget: EvidenceBudget = EvidenceBudget(),
+               likelihood: str = "hinge") -> SearchSelection | EvidenceSurface | ProbitSelection:
     """:func:`select_hyperparameters` on validated, collapsed training data
     (:func:`bayesvm._validation.collapsed_training_data`) within the kernel family ``template``: what the estimator
     calls, so that its inputs are validated once, by it."""
     X, classes = data.X, data.classes
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    if likelihood not in LIKELIHOODS:
+        raise ValueError(f"likelihood must be one of {LIKELIHOODS}; got {likelihood!r}")
+    if likelihood == "probit":
+        if method != "search":
+            raise ValueError(f"the probit GP's hyperparameters are selected by method='search'; got {method!r}")
+        if inducing not in (None, "auto"):
+            raise ValueError("the probit GP's evidence is computed on the full prior: leave inducing None or 'auto'")
+        if grid is not None and not isinstance(grid, Mapping):
+            raise ValueError("with likelihood='probit', grid must be a mapping of hyperparameter -> one value (to fix "
+                             "it)")
+        return select_probit(data, template, fixed=grid, progress=progress)
     if is_ard(template) and method != "search":
         raise ValueError(f"per-feature length scales (an array length_scale) are selected by method='search' only; "
                          f"got method={method!r}. Use method='search', or a scalar length_scale for the grid")
