@@ -18,7 +18,7 @@ from scipy import integrate, special
 from scipy.optimize import minimize_scalar
 from scipy.special import logsumexp
 
-from bayesvm import BayesianSVC, probit_log_evidence
+from bayesvm import BayesianSVC, log_evidence, probit_log_evidence
 from bayesvm._validation import collapsed_training_data
 from bayesvm.evidence.probit import probit_evidence
 from bayesvm.exceptions import BayesvmWarning
@@ -329,3 +329,11 @@ def test_probit_refuses_what_it_does_not_have():
             BayesianSVC(likelihood="probit", **options).fit(X, y)
     with pytest.raises(ValueError, match="likelihood"):
         ep_log_evidence(np.eye(2), np.ones(2), likelihood="logit")
+
+
+def test_the_hinge_evidence_has_no_way_to_drop_its_normalisation():
+    """ln N(D) = 0 belongs to a normalised likelihood: the SVM's evidence refuses to leave it out."""
+    X = np.random.default_rng(0).normal(size=(12, 2))
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.raises(ValueError, match="normalization must be one of"):
+        log_evidence(X, y, normalization="none")

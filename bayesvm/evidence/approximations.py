@@ -24,9 +24,10 @@ integrals carry that name. Over the n training inputs themselves (theory:
 * ``"annealed"`` (the default everywhere): tempered SMC, with a standard
   error from independent runs;
 * ``"ep"``: EP, deterministic but tens of nats low where the latents are
-  strongly correlated (theory: "Expectation propagation");
-* ``"none"``: 0, the normalisation of a normalised likelihood: with
-  ``EPNaive(likelihood="probit")`` the GP classifier's evidence is ln Z alone.
+  strongly correlated (theory: "Expectation propagation").
+
+A normalised likelihood has ln N(D) = 0 (:class:`NoNormalization`, not a choice of the hinge's estimators): with
+``EPNaive(likelihood="probit")`` the GP classifier's evidence is ln Z alone.
 
 Over M stand-in inputs for the input distribution, with the exponent n,
 ln N(D) ~= ln E_theta[(mean_j nu(theta(x_j)))^n] (``cells.base`` is then the
@@ -459,7 +460,6 @@ NORMALIZATION_ESTIMATORS: dict[str, type] = {
     "ep": EPNormalization,
     "annealed-stand-in": AnnealedStandInNormalization,
     "prior": PriorNormalization,
-    "none": NoNormalization,
 }
 #: the ln N(D) estimators whose integral runs over stand-in inputs (``cells.base`` their Gram, ``cells.n`` the exponent)
 STAND_IN_ESTIMATORS = ("annealed-stand-in", "prior")

@@ -41,7 +41,7 @@ from scipy.optimize import minimize
 
 from .._precision import float64
 from ..inference.ep import EP_LOOPS
-from ..evidence.approximations import NormalizedPath, path_estimators
+from ..evidence.approximations import NoNormalization, NormalizedPath, naive_estimator, path_estimators
 from ..inference.ep_gradient import EPSites
 from ..exceptions import BayesvmWarning
 from ..hyperparameters import SearchSpace, kernel_hyperparameters_at, pairwise_distances
@@ -355,11 +355,11 @@ class EvidenceAscent:
         self.space, self.options, self.template = space, options, template
         X = jnp.asarray(X, dtype=jnp.float64)
         Y = np.atleast_2d(np.asarray(y, dtype=np.float64))
+        estimators = {"likelihood": likelihood, "tol": options.ep_tol, "log_z_tol": options.ep_log_z_tol,
+                      "key": random_state, "budget": options.budget}
         # the probit likelihood is normalised: its evidence is EP's ln Z, with no ln N(D) path
-        naive, normalization = path_estimators("ep", "annealed" if likelihood == "hinge" else "none",
-                                               likelihood=likelihood, tol=options.ep_tol,
-                                               log_z_tol=options.ep_log_z_tol, key=random_state,
-                                               budget=options.budget)
+        naive, normalization = (path_estimators("ep", "annealed", **estimators) if likelihood == "hinge"
+                                else (naive_estimator("ep", **estimators), NoNormalization()))
         self.path = normalization.along_path(X, template, prior.inducing, weights)
         n_rows = X.shape[0] if weights is None else float(np.sum(weights))
         self.objective = _Objective(X, Y, space, options, naive.along_path(X, template, prior.inducing, weights),
