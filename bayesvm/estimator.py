@@ -127,11 +127,12 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         same prior and kernels with the likelihood Phi(y theta), which is normalised, so its evidence is EP's ln Z
         alone, deterministic; theory: "The GP classifier: a normalised likelihood"). With ``"probit"`` there is no
         C (leave ``C`` None; the amplitude sets how sharp the labels are), the posterior is EP's
-        (``posterior="ep"``) on the full prior (``n_inducing`` "auto" or None), ``selection_size="auto"`` selects
-        on every row, ``probability`` "averaged" and "simple" are both Phi(mean / sqrt(1 + variance)) and "map"
-        Phi(mean), and ``random_state`` and ``evidence_budget`` are not used. ARD, weights, ``class_weight`` and
-        k classes (one-vs-rest, ``multiclass``, ``coupling``) are as for the hinge. Compare the two models on the
-        same data by ``log_evidence_``.
+        (``posterior="ep"``) on the full prior (``n_inducing`` "auto" or None), ``selection_size`` is as for the
+        hinge (the selection's EP with its gradient costs O(n^3) an evaluation, and the same rows make the two
+        models' evidences comparable), ``probability`` "averaged" and "simple" are both
+        Phi(mean / sqrt(1 + variance)) and "map" Phi(mean), ``evidence_budget`` is not used and ``random_state``
+        draws only the subsample. ARD, weights, ``class_weight`` and k classes (one-vs-rest, ``multiclass``,
+        ``coupling``) are as for the hinge. Compare the two models on the same data by ``log_evidence_``.
 
     Attributes
     ----------
@@ -289,9 +290,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         shape_name = template.shape_parameter
         fixed = self._probit_fixed(shape_name)
         all_fixed = len(fixed) == 2 + (shape_name is not None)
-        # the probit's evidence needs no ln N(D), the work a subsample saves: "auto" selects on every row
-        size = None if isinstance(self.selection_size, str) else self.selection_size
-        selected_on, selected = selection_subset(data, size, random_state=self._seed(), selects=not all_fixed)
+        selected_on, selected = selection_subset(data, self.selection_size, random_state=self._seed(),
+                                                 selects=not all_fixed)
         self.selection_rows_ = None if selected is None else np.flatnonzero(np.isin(row, selected))
         self.inducing_ = None
         self._training = (selected_on, None, self._seed())
