@@ -524,6 +524,17 @@ def calibration_datasets(data: dict) -> str:
     return "\n".join(parts).rstrip()
 
 
-VIEWS = {view.__name__: view for view in (calibration_datasets, calibration_ranks, speed_verdict, subsample_lever, duplicates, duplicates_targets, cold_start,
+def reference_normalization(data: dict) -> str:
+    """docs/normalisation.md: bayesvm's default ln N(D) (two seeds) beside an independent long reference."""
+    rows = []
+    for p in data["points"]:
+        seeds = "; ".join(f"{e['value']:.2f} +- {e['se']:.2f} ({'trusted' if e['trusted'] else 'untrusted'}, "
+                          f"{e['value'] - p['value']:+.2f})" for e in p.get("bayesvm", []))
+        rows.append([p["C"], f"{p['k0']:g}", f"{p['length_scale']:g}", f"{p['value']:.3f} +- {p['se']:.3f}", seeds])
+    return table(["C", "k0 = k_b", "length scale", f"reference ({data['temperatures']:,} temperatures)",
+                  "default, seeds 0 and 1 (minus the reference)"], rows)
+
+
+VIEWS = {view.__name__: view for view in (reference_normalization, calibration_datasets, calibration_ranks, speed_verdict, subsample_lever, duplicates, duplicates_targets, cold_start,
                                          every_row_against_subsample, subsample_size, agreement_map,
                                          solver_convergence, fit_hops)}
