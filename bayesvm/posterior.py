@@ -150,6 +150,10 @@ class _LatentPredictions:
     prediction computes on fixed-size blocks of the inputs' rows (:func:`bayesvm._linalg.on_row_blocks`): one
     compiled program for every number of inputs, the memory of one block, and each row's prediction its own."""
 
+    def __getstate__(self):
+        # JAX arrays would unpickle in the precision of the moment (float32 with the flag off): store NumPy
+        return numpy_leaves(self.__dict__)
+
     def _block_latent(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         mean, variance = self._latent(X)
         return np.asarray(mean), np.maximum(np.asarray(variance), 0.0)
@@ -196,10 +200,6 @@ class Posterior(_LatentPredictions):
     fit: MapSVM
     factor: LaplaceFactor | None = None
     ep: EPResult | None = None
-
-    def __getstate__(self):
-        # JAX arrays would unpickle in the precision of the moment (float32 with the flag off): store NumPy
-        return numpy_leaves(self.__dict__)
 
     @classmethod
     @float64
@@ -283,9 +283,6 @@ class ProbitPosterior(_LatentPredictions):
     ep: EPResult
     C = None
 
-    def __getstate__(self):
-        return numpy_leaves(self.__dict__)
-
     @property
     def approximation(self) -> str:
         return "ep"
@@ -340,9 +337,6 @@ class LowRankPosterior(_LatentPredictions):
     predictor: LowRankEPPredictor
     C: float
     n: int
-
-    def __getstate__(self):
-        return numpy_leaves(self.__dict__)
 
     @property
     def approximation(self) -> str:

@@ -566,15 +566,19 @@ def annealed_log_naive_evidence(K, y, C: float, *, chol=None, key=0, **options) 
     classes, mapped to -1/+1 with the larger one +1).
     """
     C = check_positive(C, "C")
+    chol = _factor_of(K, chol)
+    n = chol.shape[0]
+    result = annealed_log_expectation(chol, naive_log_likelihood, args=(_labels_pm(y, n), C), key=key, **options)
+    return shift(result, n * float(log_kappa(C)))
+
+
+def _factor_of(K, chol) -> np.ndarray:
+    """The prior's square-root factor: ``chol`` checked, or :func:`prior_factor` of the Gram matrix ``K``."""
     if chol is None:
         if K is None:
             raise ValueError("give the Gram matrix K or its square-root factor chol")
         chol = prior_factor(K)
-    n = np.asarray(chol).shape[0]
-    y_pm = _labels_pm(y, n)
-    chol = _check_chol(chol, n)
-    result = annealed_log_expectation(chol, naive_log_likelihood, args=(y_pm, C), key=key, **options)
-    return shift(result, n * float(log_kappa(C)))
+    return _check_chol(chol, np.asarray(chol).shape[0])
 
 
 @float64
@@ -586,14 +590,10 @@ def annealed_log_probit_evidence(K, y, weights=None, *, chol=None, key=0, **opti
     ``y``: labels (-1/+1, or two classes mapped as :func:`bayesvm.log_evidence` does); ``weights``: (n,) the rows'
     weights (None: 1 each); ``options``: :func:`annealed_log_expectation`'s.
     """
-    if chol is None:
-        if K is None:
-            raise ValueError("give the Gram matrix K or its square-root factor chol")
-        chol = prior_factor(K)
-    n = np.asarray(chol).shape[0]
-    y_pm = _labels_pm(y, n)
+    chol = _factor_of(K, chol)
+    n = chol.shape[0]
     weights = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
-    return annealed_log_expectation(_check_chol(chol, n), probit_log_likelihood, args=(y_pm, weights), key=key,
+    return annealed_log_expectation(chol, probit_log_likelihood, args=(_labels_pm(y, n), weights), key=key,
                                     **options)
 
 
