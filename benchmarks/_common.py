@@ -13,6 +13,7 @@ that times scikit-learn alone (benchmarks/cold_start.py's grid+Platt arm) pays f
 * ``gp_classifier``: the baseline ``GaussianProcessClassifier(ConstantKernel() * RBF())`` with scikit-learn's
   defaults (Laplace approximation, L-BFGS-B on its marginal likelihood, no restarts);
 * ``markdown_table``, ``plain``, ``write_json``, ``environment``: tables and records;
+* ``cpu_model``: the CPU's model name;
 * ``provenance``: the commit, the command, the machine and the date of a run; ``write_json`` puts it at the top of
   every JSON object it writes, and the documentation's tables show it (docs/_tables.py).
 """
@@ -300,7 +301,7 @@ def _git(*args: str) -> str | None:
     return done.stdout.strip()
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
     """The CPU's model name (Linux), else the platform's processor name."""
     try:
         with open("/proc/cpuinfo") as cpuinfo:
@@ -325,7 +326,7 @@ def provenance() -> dict:
     (this process's ``sys.argv``), ``machine`` (platform, CPU, CPU count, JAX's backend and devices where JAX is
     importable) and ``date`` (UTC, when the record is written)."""
     status = _git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)benchmarks/results")
-    machine = {"platform": platform.platform(), "cpu": _cpu_model(), "cpu_count": os.cpu_count()}
+    machine = {"platform": platform.platform(), "cpu": cpu_model(), "cpu_count": os.cpu_count()}
     try:
         import jax
 

@@ -44,7 +44,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import platform
 import statistics
 import subprocess
 import sys
@@ -58,6 +57,7 @@ from _common import (
     add_standard_arguments,
     binary_nll,
     breast_cancer_split,
+    cpu_model,
     environment,
     fresh_environment,
     grid_search_platt,
@@ -214,22 +214,13 @@ def main(argv=None) -> int:
               f"{'met' if target['met'] else 'missed'}")
     write_json(args.out, {
         "command": [Path(sys.executable).name, *sys.argv],
-        "machine": {**environment(), "cpu": _cpu_model()},
+        "machine": {**environment(), "cpu": cpu_model()},
         "repeats": args.repeats,
         "targets": checked,
         "runs": {str(n): runs for n, runs in results.items()},
     })
     print(f"wrote {args.out}")
     return 0
-
-
-def _cpu_model() -> str:
-    """The CPU's model name (Linux), else the platform's processor name."""
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            return next(line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor()
 
 
 if __name__ == "__main__":
