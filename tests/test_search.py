@@ -359,28 +359,36 @@ def test_screen_candidates_stay_in_the_box_and_keep_fixed_coordinates():
     assert len({tuple(np.round(c, 12)) for c in candidates}) == len(candidates)
 
 
-def test_a_higher_point_that_fails_its_checks_is_reported_not_dropped_silently(monkeypatch):
-    """The answer is the best verified end point; a higher one whose checks failed must be named in a warning."""
+def _search_whose_first_check_fails(monkeypatch, failed: dict, options: SearchOptions, warning: str):
+    """A search on 60 breast-cancer rows whose best end point's fresh evidence comes back 50 nats higher with the
+    report's fields ``failed`` replaced; returns the selection and the C of every point checked, in order."""
     import bayesvm.selection.search_selection as search_module
 
     real = search_module.check_point
     calls = []
 
-    def first_unverified(data, C, kernel, *args, **kwargs):
+    def first_failed(data, C, kernel, *args, **kwargs):
         evidence, report, reference = real(data, C, kernel, *args, **kwargs)
         calls.append(C)
-        if len(calls) == 1:  # the best end point: as if its ln N(D) runs had disagreed, 50 nats higher
-            return (dataclasses.replace(evidence, total=evidence.total + 50.0), report._replace(runs_agree=False),
-                    reference)
+        if len(calls) == 1:
+            return dataclasses.replace(evidence, total=evidence.total + 50.0), report._replace(**failed), reference
         return evidence, report, reference
 
-    monkeypatch.setattr(search_module, "check_point", first_unverified)
+    monkeypatch.setattr(search_module, "check_point", first_failed)
     X, y = _subsample("breast_cancer", 60, seed=5)
     template = RBF()
     space = SearchSpace.default(X, template)
-    with pytest.warns(UntrustedEvidenceWarning, match="returned point is the best verified one"):
-        selection = select_by_search(training_data(X, y), template, space=space, starts=default_starts(space, X, template),
-                                     options=SearchOptions(max_iter=3))
+    with pytest.warns(UntrustedEvidenceWarning, match=warning):
+        selection = select_by_search(training_data(X, y), template, space=space,
+                                     starts=default_starts(space, X, template), options=options)
+    return selection, calls
+
+
+def test_a_higher_point_that_fails_its_checks_is_reported_not_dropped_silently(monkeypatch):
+    """The answer is the best verified end point; a higher one whose checks failed (its ln N(D) runs disagreed) must
+    be named in a warning."""
+    selection, calls = _search_whose_first_check_fails(monkeypatch, {"runs_agree": False}, SearchOptions(max_iter=3),
+                                                       "returned point is the best verified one")
     assert len(calls) == 2 and selection.report.trusted and selection.best["C"] == pytest.approx(calls[1])
 
 
@@ -389,27 +397,9 @@ def test_a_clearly_higher_point_whose_fresh_evidence_is_sound_is_returned_though
     """Where only the search's own ln N(D) disagrees with a fresh one whose runs agree (EP converged), the fresh ln P(D)
     stands: a point 50 nats above the first fully verified one is the answer, with the warning that names the
     disagreement, not a verified point far below it."""
-    import bayesvm.selection.search_selection as search_module
-
-    real = search_module.check_point
-    calls = []
-
-    def first_off_the_path(data, C, kernel, *args, **kwargs):
-        evidence, report, reference = real(data, C, kernel, *args, **kwargs)
-        calls.append(C)
-        if len(calls) == 1:  # the best end point: sound, but the search's ln N(D) there disagreed
-            return (dataclasses.replace(evidence, total=evidence.total + 50.0),
-                    report._replace(normalization_agrees=False), reference)
-        return evidence, report, reference
-
-    monkeypatch.setattr(search_module, "check_point", first_off_the_path)
-    X, y = _subsample("breast_cancer", 60, seed=5)
-    template = RBF()
-    space = SearchSpace.default(X, template)
-    with pytest.warns(UntrustedEvidenceWarning, match="disagree at the selected point"):
-        selection = select_by_search(training_data(X, y), template, space=space,
-                                     starts=default_starts(space, X, template),
-                                     options=SearchOptions(max_iter=3, refinements=0))
+    selection, calls = _search_whose_first_check_fails(monkeypatch, {"normalization_agrees": False},
+                                                       SearchOptions(max_iter=3, refinements=0),
+                                                       "disagree at the selected point")
     assert len(calls) == 2 and not selection.report.normalization_agrees
     assert selection.best["C"] == pytest.approx(calls[0])
 
