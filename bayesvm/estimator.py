@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 from numbers import Integral, Real
 
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
@@ -55,12 +55,20 @@ from .kernels import make_kernel
 from .posterior import APPROXIMATIONS as POSTERIORS
 from .posterior import PREDICTION_TOLERANCE, PROBABILITY_METHODS, ErrorBars, Posterior, posteriors_at, probit_posteriors
 from .selection.search_priors import prior_for
+from .normalization.agreement import clearly_above, combined_se
 from .normalization.budget import EvidenceBudget
 from .selection.probit import select_probit
 from .selection.select import select_for
 from .selection.subsample import selection_subset
 
 __all__ = ["BayesianSVC"]
+
+
+
+#: ``likelihood="auto"`` keeps the GP classifier where its evidence lies this many nats (beyond three standard errors
+#: of the difference) above the SVM's: EP's ln Z of the probit lies up to 0.44 nats below annealing at large
+#: amplitudes (documentation: expectation propagation), so a smaller lead is within what EP itself may misplace
+MODEL_CHOICE_MARGIN = 1.0
 
 
 class BayesianSVC(ClassifierMixin, BaseEstimator):
@@ -133,6 +141,9 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         Phi(mean / sqrt(1 + variance)) and "map" Phi(mean), ``evidence_budget`` is not used and ``random_state``
         draws only the subsample. ARD, weights, ``class_weight`` and k classes (one-vs-rest, ``multiclass``,
         ``coupling``) are as for the hinge. Compare the two models on the same data by ``log_evidence_``.
+        ``"auto"`` fits both on the same rows and keeps the GP classifier where its evidence lies more than
+        :data:`MODEL_CHOICE_MARGIN` nats plus three standard errors above the SVM's, the SVM otherwise (it costs
+        both fits; ``C``, ``posterior`` and ``n_inducing`` as for ``"probit"``).
 
     Attributes
     ----------
@@ -160,6 +171,9 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     marginal_ : indices of the marginal points (0 < alpha < C w_i). All four None on the low-rank path and for
         k >= 3 classes (each problem's are in ``fit_``).
 
+    likelihood_ : the model fitted, ``"hinge"`` or ``"probit"`` (with ``likelihood="auto"`` the one kept);
+        ``model_evidences_`` (``"auto"`` only): ln P(D) and its standard error of each model, by name.
+
     With ``likelihood="probit"``: ``C_``, ``fit_``, ``support_``, ``support_vectors_``, ``dual_coef_`` and
     ``marginal_`` are None (the GP classifier has no C and no SVM); ``evidence_`` is a
     :class:`~bayesvm.evidence.probit.ProbitEvidence` (one for every problem, k >= 3 classes included),
@@ -184,7 +198,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         "selection_size": [StrOptions({"auto"}), Interval(Integral, 2, None, closed="left"), None],
         "evidence_budget": [Interval(Real, 0, None, closed="neither")],
         "class_weight": [StrOptions({"balanced"}), dict, None],
-        "likelihood": [StrOptions(set(LIKELIHOODS))],
+        "likelihood": [StrOptions({*LIKELIHOODS, "auto"})],
     }
 
     def __init__(self, kernel="rbf", C=None, amplitude=None, length_scale=None, offset=None, posterior="ep",
@@ -225,6 +239,9 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         first_row = _first_rows(row)
         template = self._template(X.shape[1])
         shape_name = template.shape_parameter
+        if self.likelihood == "auto":
+            return self._fit_both(X, y, sample_weight)
+        self.likelihood_ = self.likelihood
         if self.likelihood == "probit":
             return self._fit_probit(data, row, template)
         fixed = self._fixed(shape_name)
@@ -275,6 +292,24 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             posteriors = [evidence.posterior if evidence.fit is None or self.posterior == "laplace"
                           else Posterior.from_fit(evidence.fit, "ep", ep=evidence.ep) for evidence in problems]
         self._set_fitted(shape_name, posteriors, kernels, penalties, first_row)
+        return self
+
+    def _fit_both(self, X, y, sample_weight) -> "BayesianSVC":
+        """``fit`` with ``likelihood="auto"``: both models fitted on the same rows, the probit kept where its evidence
+        lies clearly above the hinge's (:data:`MODEL_CHOICE_MARGIN`, beyond three standard errors of the
+        difference), the hinge otherwise; both values in ``model_evidences_``."""
+        if self.C is not None or self.posterior != "ep" or self.n_inducing not in ("auto", None):
+            raise ValueError("likelihood='auto' fits the GP classifier too, which has no C, EP's posterior only and "
+                             "the full prior: leave C None, posterior='ep' and n_inducing 'auto' or None")
+        fitted = {name: clone(self).set_params(likelihood=name).fit(X, y, sample_weight=sample_weight)
+                  for name in LIKELIHOODS}
+        hinge, probit = fitted["hinge"], fitted["probit"]
+        chosen = probit if clearly_above(probit.log_evidence_, hinge.log_evidence_,
+                                         se=combined_se(probit.log_evidence_se_, hinge.log_evidence_se_),
+                                         margin=MODEL_CHOICE_MARGIN) else hinge
+        vars(self).update({k: v for k, v in vars(chosen).items() if k not in self.get_params()})
+        self.model_evidences_ = {name: (float(m.log_evidence_), float(m.log_evidence_se_))
+                                 for name, m in fitted.items()}
         return self
 
     def _fit_probit(self, data: TrainingData, row: np.ndarray, template):
@@ -387,7 +422,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         if not (isinstance(budget, Real) and np.isfinite(budget) and budget > 0):
             raise ValueError(f"budget must be a positive number (a multiple of the fit's ln N(D) work); got {budget!r}")
-        if self.likelihood == "probit":  # EP's value, deterministic: no sampled term to estimate again
+        if self.likelihood_ == "probit":  # EP's value, deterministic: no sampled term to estimate again
             return self.evidence_
         if isinstance(self.kernel_, tuple):
             raise ValueError("certify_evidence needs one shared ln N(D); with multiclass='per_class' each class has its "
@@ -455,7 +490,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             return self.log_evidence_
         theta = np.asarray(theta, dtype=np.float64)
         template = self._template(self.n_features_in_)
-        if self.likelihood == "probit":  # no C: theta starts at ln amplitude
+        if self.likelihood_ == "probit":  # no C: theta starts at ln amplitude
             names = coordinate_names(template)[1:]
             if theta.shape != (len(names),) or not np.all(np.isfinite(theta)):
                 raise ValueError(f"theta must be {len(names)} finite log hyperparameters {names}; got "

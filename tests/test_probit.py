@@ -337,3 +337,23 @@ def test_the_hinge_evidence_has_no_way_to_drop_its_normalisation():
     y = (X[:, 0] > 0).astype(int)
     with pytest.raises(ValueError, match="normalization must be one of"):
         log_evidence(X, y, normalization="none")
+
+
+def test_auto_keeps_the_model_whose_evidence_is_clearly_higher_and_is_that_model():
+    """likelihood="auto" reports both models' evidence on the same rows, keeps the GP classifier only where its
+    ln P(D) clears the SVM's by the margin beyond three standard errors, and predicts as that model fitted alone."""
+    from bayesvm.estimator import MODEL_CHOICE_MARGIN
+
+    X, y = _toy(40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BayesvmWarning)
+        auto = BayesianSVC(likelihood="auto").fit(X, y)
+        alone = {name: BayesianSVC(likelihood=name).fit(X, y) for name in ("hinge", "probit")}
+    for name, model in alone.items():
+        assert auto.model_evidences_[name] == pytest.approx((model.log_evidence_, model.log_evidence_se_))
+    (hinge, hinge_se), (probit, probit_se) = auto.model_evidences_["hinge"], auto.model_evidences_["probit"]
+    clearly = probit > hinge + MODEL_CHOICE_MARGIN + 3.0 * np.hypot(hinge_se, probit_se)
+    assert auto.likelihood_ == ("probit" if clearly else "hinge")
+    np.testing.assert_allclose(auto.predict_proba(X), alone[auto.likelihood_].predict_proba(X), atol=1e-12)
+    with pytest.raises(ValueError, match="likelihood='auto' fits the GP classifier too"):
+        BayesianSVC(likelihood="auto", C=1.0).fit(X, y)
