@@ -284,6 +284,23 @@ def cv_report(surface, cv_surface, elapsed: float, folds: int) -> str:
     return "\ncross-validation on the same grid (C and k0 enter only as C k0)\n" + table(rows)
 
 
+def model_comparison_report(surface, gpc, elapsed: float) -> str:
+    """The Bayesian SVM's and the GP classifier's ln P(D) on the same rows, and the model the evidence prefers
+    (:func:`bayesvm.estimator.evidence_prefers_probit`)."""
+    from .estimator import MODEL_CHOICE_MARGIN, evidence_prefers_probit
+
+    hinge = (float(surface.best_value), float(surface.best_se))
+    probit = (float(gpc.log_evidence), 0.0)
+    prefers = evidence_prefers_probit(hinge, probit)
+    rows = [("Bayesian SVM (hinge)", f"ln P(D) {hinge[0]:.3f} +- {hinge[1]:.3f}"),
+            ("GP classifier (probit)", f"ln P(D) {probit[0]:.3f} (EP{'' if gpc.trusted else ', not converged'}; "
+                                       f"{elapsed:.1f} s)"),
+            ("the evidence prefers", "the GP classifier" if prefers else
+             f"the Bayesian SVM (the GP classifier's lead is under {MODEL_CHOICE_MARGIN:g} nat plus three standard "
+             "errors)" if probit[0] > hinge[0] else "the Bayesian SVM")]
+    return "\nmodel comparison on the same rows (BayesianSVC(likelihood='auto') keeps the preferred model)\n" + table(rows)
+
+
 def save_surface_figures(surface, path: str) -> None:
     """The evidence curve and heat map of a grid selection, side by side, written to ``path``."""
     import matplotlib

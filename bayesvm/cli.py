@@ -32,6 +32,7 @@ from ._cli_report import (
     ProgressBar,
     cv_report,
     held_out_report,
+    model_comparison_report,
     print_warnings,
     recorded_warnings,
     save_surface_figures,
@@ -347,8 +348,20 @@ def run_select(args) -> int:
             )
         caught += caught_cv
         cv_elapsed = time.perf_counter() - started_cv
+    gpc = None
+    if args.gpc:
+        if args.method != "search":
+            raise InputError("--gpc compares with the search's answer (--method search)")
+        started_gpc = time.perf_counter()
+        with recorded_warnings() as caught_gpc:
+            gpc = select_hyperparameters(X, y, kernel=options["kernel"], likelihood="probit", sample_weight=weights,
+                                         random_state=args.seed)
+        caught += caught_gpc
+        gpc_elapsed = time.perf_counter() - started_gpc
     print_warnings(caught)
     print(select_report(surface, X, y, source, elapsed, weights=weights))
+    if gpc is not None:
+        print(model_comparison_report(surface, gpc, gpc_elapsed))
     certified = None
     if args.certify:
         budget = 4.0 * options["evidence_budget"]
@@ -371,6 +384,9 @@ def run_select(args) -> int:
             payload["weight_column"], payload["total_weight"] = args.weight, float(np.sum(weights))
         if certified is not None:
             payload["certified"] = {"log_evidence": certified.total, "log_evidence_se": certified.total_se}
+        if gpc is not None:
+            payload["gpc"] = {"log_evidence": gpc.log_evidence, "ep_converged": bool(gpc.trusted),
+                              "hyperparameters": gpc.hyperparameters, "seconds": gpc_elapsed}
         if cv_surface is not None:
             payload["cv"] = cv_surface.to_dict()
             payload["cv_seconds"] = cv_elapsed
@@ -505,6 +521,9 @@ def build_parser() -> argparse.ArgumentParser:
     select.add_argument("--ard", action="store_true",
                         help="one length scale per feature, selected by the evidence (rbf and exponential kernels; "
                              "long length scales mark features the evidence finds irrelevant)")
+    select.add_argument("--gpc", action="store_true",
+                        help="also select the GP classifier (the probit likelihood on the same prior) on the same "
+                             "rows, and print both evidences and which model they prefer")
     select.add_argument("--no-standardize", action="store_true", help="use the CSV features as they are")
     select.add_argument("--seed", type=int, default=0)
     select.add_argument("-q", "--quiet", action="store_true", help="no progress bar")

@@ -71,6 +71,12 @@ __all__ = ["BayesianSVC"]
 MODEL_CHOICE_MARGIN = 1.0
 
 
+def evidence_prefers_probit(hinge: tuple[float, float], probit: tuple[float, float]) -> bool:
+    """Whether the GP classifier's ln P(D) lies clearly above the SVM's, each given as (value, standard error):
+    above by :data:`MODEL_CHOICE_MARGIN` beyond three standard errors of the difference."""
+    return clearly_above(probit[0], hinge[0], se=combined_se(probit[1], hinge[1]), margin=MODEL_CHOICE_MARGIN)
+
+
 class BayesianSVC(ClassifierMixin, BaseEstimator):
     """SVM classifier with evidence-based hyperparameters and class probabilities with error bars.
 
@@ -303,13 +309,10 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                              "the full prior: leave C None, posterior='ep' and n_inducing 'auto' or None")
         fitted = {name: clone(self).set_params(likelihood=name).fit(X, y, sample_weight=sample_weight)
                   for name in LIKELIHOODS}
-        hinge, probit = fitted["hinge"], fitted["probit"]
-        chosen = probit if clearly_above(probit.log_evidence_, hinge.log_evidence_,
-                                         se=combined_se(probit.log_evidence_se_, hinge.log_evidence_se_),
-                                         margin=MODEL_CHOICE_MARGIN) else hinge
+        evidences = {name: (float(m.log_evidence_), float(m.log_evidence_se_)) for name, m in fitted.items()}
+        chosen = fitted["probit" if evidence_prefers_probit(evidences["hinge"], evidences["probit"]) else "hinge"]
         vars(self).update({k: v for k, v in vars(chosen).items() if k not in self.get_params()})
-        self.model_evidences_ = {name: (float(m.log_evidence_), float(m.log_evidence_se_))
-                                 for name, m in fitted.items()}
+        self.model_evidences_ = evidences
         return self
 
     def _fit_probit(self, data: TrainingData, row: np.ndarray, template):

@@ -82,6 +82,28 @@ def test_select_with_ard_reports_one_length_scale_per_feature(tmp_path, toy, cap
     assert len(best["length_scale"]) == 2 and min(best["length_scale"]) > 0
 
 
+def test_select_with_gpc_prints_both_evidences_and_the_preferred_model(tmp_path, toy, capsys):
+    """--gpc: the GP classifier selected on the same rows, its ln P(D) printed and written beside the SVM's, and the
+    model the evidence prefers by the rule likelihood="auto" applies."""
+    from bayesvm import BayesianSVC
+    from bayesvm.estimator import evidence_prefers_probit
+
+    X, y = toy
+    data = write_csv(tmp_path / "toy.csv", X, y)
+    out_json = tmp_path / "result.json"
+    assert main(["select", str(data), "--target", "label", "--gpc", "--json", str(out_json), "-q"]) == 0
+    printed = capsys.readouterr().out
+    payload = json.loads(out_json.read_text())
+    hinge = (payload["evidence"]["log_evidence"], payload["evidence"]["log_evidence_se"])
+    probit = payload["gpc"]["log_evidence"]
+    assert f"ln P(D) {probit:.3f}" in printed and "the evidence prefers" in printed
+    prefers = evidence_prefers_probit(hinge, (probit, 0.0))
+    assert ("prefers    the GP classifier" in printed) == prefers
+    # the same value as the estimator's GP classifier on the same (standardised) rows
+    standardised = (X - X.mean(axis=0)) / X.std(axis=0)
+    assert BayesianSVC(likelihood="probit").fit(standardised, y).log_evidence_ == pytest.approx(probit, abs=1e-6)
+
+
 def test_select_by_search_reports_the_work_and_the_checks(tmp_path, toy, capsys):
     X, y = toy
     data = write_csv(tmp_path / "toy.csv", X, y)
