@@ -2,8 +2,7 @@
 
 * Every table marker (``<!-- table: VIEW from FILE -->``, rendered by docs/_tables.py when the site is built) names
   files that exist and a known view, and renders.
-* Every result file a page or the README quotes exists (a glob: at least one file); the few a page names as a
-  script's output while saying the run's file was not kept are listed in :data:`NOT_KEPT`, and must not exist.
+* Every result file a page or the README quotes exists (a glob: at least one file).
 * Every result file records its provenance (commit, command, machine, date).
 * The README's and the home page's numbers (:data:`QUOTES`) are the ones their files hold.
 
@@ -24,12 +23,6 @@ PAGES = sorted((ROOT / "docs").rglob("*.md"))
 _spec = importlib.util.spec_from_file_location("docs_tables", ROOT / "docs" / "_tables.py")
 tables = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(tables)
-
-#: results files a page names as a script's output, whose run's file the page says was not kept
-NOT_KEPT = {
-    "evidence_accuracy.json": "docs/evidence-accuracy.md",
-    "multiclass.json": "docs/multiclass.md",
-}
 
 #: pages that must render at least one table from a file (a marker the pattern no longer sees fails here)
 GENERATED = {"calibration.md", "internals.md", "speed.md", "large-data.md", "normalisation.md", "solver-benchmark.md"}
@@ -86,12 +79,6 @@ def _quoted(text: str) -> set[str]:
 def test_every_quoted_result_file_exists(page):
     for name in _quoted(page.read_text()):
         if "/" in name:  # a path outside benchmarks/results
-            continue
-        if name in NOT_KEPT:
-            assert NOT_KEPT[name] == str(page.relative_to(ROOT)), f"{page.name} quotes {name}, which is not kept"
-            assert not (RESULTS / name).exists(), (
-                f"benchmarks/results/{name} exists now: render {NOT_KEPT[name]}'s tables from it and drop it from "
-                "NOT_KEPT")
             continue
         assert list(RESULTS.glob(name)), f"{page.name} quotes benchmarks/results/{name}, which does not exist"
 

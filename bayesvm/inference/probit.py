@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._precision import float64
-from .tilted import (TiltedMoments, _log_mills_ratio_abs, _log_upper_tail_from, log_mills_ratio, log_upper_tail,
+from .tilted import (TiltedMoments, log_mills_ratio, log_normal_cdf_pair, log_upper_tail,
                      standard_tail_moments)
 
 Array = jax.Array
@@ -65,16 +65,6 @@ def log_probit(u: Array) -> Array:
 def _inverse_mills(u: Array) -> Array:
     """d ln Phi(u) / du = phi(u) / Phi(u) = 1 / R(-u) (R the Mills ratio), without underflow."""
     return jnp.exp(-log_mills_ratio(-u))
-
-
-def _both_sides(u: Array) -> tuple[Array, Array]:
-    """(ln Phi(u), ln Phi(-u)) from one Mills ratio R(|u|) (:func:`bayesvm.inference.tilted.log_upper_tail`'s forms):
-    ln Phi(-|u|) = ln R(|u|) - u^2 / 2 - ln sqrt(2 pi), and the other side ln(1 - Phi(-|u|)), without cancellation."""
-    log_mills_abs = _log_mills_ratio_abs(u)
-    near = _log_upper_tail_from(jnp.abs(u), log_mills_abs)  # ln Phi(-|u|)
-    far = jnp.log1p(-jnp.exp(near))  # ln Phi(|u|)
-    positive = u >= 0.0
-    return jnp.where(positive, far, near), jnp.where(positive, near, far)
 
 
 def _curvature(u: Array, lam: Array) -> Array:
@@ -125,7 +115,7 @@ def probit_mode(m: Array, v: Array, w: Array, o: Array) -> tuple[Array, Array]:
     """
     def derivatives(u):
         # lam(+-u) = phi(u) / Phi(+-u), both from one Mills ratio
-        log_plus, log_minus = _both_sides(u)
+        log_plus, log_minus = log_normal_cdf_pair(u)
         log_density = -0.5 * u * u - _HALF_LOG_2PI
         lam_plus, lam_minus = jnp.exp(log_density - log_plus), jnp.exp(log_density - log_minus)
         slope = -(u - m) / v + w * lam_plus - o * lam_minus
@@ -181,7 +171,7 @@ def weighted_probit_moments(mean: Array, variance: Array, y: Array | float, weig
     log_density = -0.5 * jnp.log(width[..., None] ** 2 + (u[..., None, :] - centres[..., None, :, :]) ** 2)  # (..., 2, 2, N)
     log_share = (PARTITION_POWER * jnp.diagonal(log_density, axis1=-3, axis2=-2).swapaxes(-1, -2)
                  - jax.nn.logsumexp(PARTITION_POWER * log_density, axis=-2))
-    log_plus, log_minus = _both_sides(u)
+    log_plus, log_minus = log_normal_cdf_pair(u)
     log_terms = (-0.5 * (u - m) ** 2 / variance - 0.5 * jnp.log(variance) - _HALF_LOG_2PI
                  + w * log_plus + o * log_minus
                  + log_share + jnp.log(width * jnp.cosh(t) * reach * (_NODES[1] - _NODES[0])))

@@ -27,6 +27,7 @@ __all__ = [
     "TiltedMoments",
     "log_mills_ratio",
     "log_upper_tail",
+    "log_normal_cdf_pair",
     "standard_tail_moments",
     "hinge_tilted_moments",
     "label_tilted_moments",
@@ -96,6 +97,17 @@ def log_upper_tail(x: Array) -> Array:
     """
     x = _as_float(x)
     return _log_upper_tail_from(x, _log_mills_ratio_abs(x))
+
+
+@float64
+def log_normal_cdf_pair(u: Array) -> tuple[Array, Array]:
+    """(ln Phi(u), ln Phi(-u)) from one Mills ratio R(|u|) (the forms of :func:`log_upper_tail`):
+    ln Phi(-|u|) = ln R(|u|) - u^2 / 2 - ln sqrt(2 pi), and the other side ln(1 - Phi(-|u|)), without cancellation."""
+    u = _as_float(u)
+    near = _log_upper_tail_from(jnp.abs(u), _log_mills_ratio_abs(u))  # ln Phi(-|u|)
+    far = jnp.log1p(-jnp.exp(near))  # ln Phi(|u|)
+    positive = u >= 0.0
+    return jnp.where(positive, far, near), jnp.where(positive, near, far)
 
 
 def _continued_fraction_step(carry: tuple[Array, Array], k: Array) -> tuple[tuple[Array, Array], None]:
