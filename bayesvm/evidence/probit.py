@@ -117,7 +117,7 @@ class ProbitEvidence:
 
 #: the annealed check's tempered SMC (:func:`bayesvm.normalization.annealing.annealed_log_expectation`'s options): from
 #: EP's Gaussian it has only EP's error to bridge, and these settings gave standard errors of 0.01-0.03 nats at
-#: 200-300 rows and amplitudes 10-1000 in 12-16 s on one core (documentation: expectation propagation, "The probit site")
+#: 200-300 rows and amplitudes 10-1000 in 12-16 s on one core (documentation: GP classifier, "The probit site")
 CHECK_OPTIONS = {"n_particles": 512, "n_mcmc_steps": 10}
 
 

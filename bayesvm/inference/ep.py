@@ -307,8 +307,8 @@ def ep_log_z_batch(
     linearly, slowly for the nu sites, so that leaves ln Z up to a few 1e-2
     nats from its fixed point: well below EP's own error against sampling, and
     ample for comparing grid cells (documentation: expectation propagation,
-    "The posterior from the sites, including negative precisions" and "On the
-    selection grid"). The runs go one after another on a CPU (each stops at
+    "The posterior from the sites, including negative precisions"; speed, "EP on
+    the selection grid"). The runs go one after another on a CPU (each stops at
     its own iteration count) and vectorised on an accelerator, where the batch
     runs in parallel. Every run starts from zero sites. Like
     :func:`ep_log_evidence`, compiled once per padded size.

@@ -17,7 +17,7 @@ and o that of the other (:func:`bayesvm.inference.ep_loop.merged_label_weights`)
   near 1 and a wide cavity (v of 10^3 and more, where the evidence's amplitudes go) the tilted distribution is a
   half-Gaussian with a soft edge, far from any Gaussian, and 64 nodes there are wrong by 10^-2 in ln Z; one sinh
   rule at the mode alone misses the edge where it lies a few cavity standard deviations out (2e-4 in ln Z at
-  v = 1e5, a mean 1000 from it; documentation: expectation propagation, "The probit site").
+  v = 1e5, a mean 1000 from it; documentation: GP classifier, "The probit site").
 
 The choice between the two is static (Python level): the closed form where the weight is the Python number 1 and
 no site carries both labels, the quadrature otherwise.
@@ -43,7 +43,7 @@ __all__ = ["probit_tilted_moments", "weighted_probit_moments", "log_probit", "pr
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 #: nodes of each sinh-mapped trapezoid rule (odd: one node at its centre). 257 nodes and PARTITION_POWER 6: within
 #: 1e-7 of scipy's adaptive quadrature in ln Z and the moments (relative), over cavity variances from 1e-4 to
-#: 1e5 and weights up to 1e4 (documentation: expectation propagation, "The probit site")
+#: 1e5 and weights up to 1e4 (documentation: GP classifier, "The probit site")
 QUADRATURE_NODES = 257
 #: the rules reach this many cavity standard deviations beyond the mode, where the integrand is below e^-72 of its
 #: peak (it falls at least as fast as the cavity Gaussian, being log-concave with curvature >= 1/v)
