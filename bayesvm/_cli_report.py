@@ -286,8 +286,8 @@ def cv_report(surface, cv_surface, elapsed: float, folds: int) -> str:
 
 def model_comparison_report(surface, gpc, elapsed: float) -> str:
     """The Bayesian SVM's and the GP classifier's ln P(D) on the same rows, and the model the evidence prefers
-    (:func:`bayesvm.estimator.evidence_prefers_probit`)."""
-    from .estimator import MODEL_CHOICE_MARGIN, evidence_prefers_probit
+    (:func:`bayesvm.selection.probit.evidence_prefers_probit`)."""
+    from .selection.probit import MODEL_CHOICE_MARGIN, evidence_prefers_probit
 
     hinge = (float(surface.best_value), float(surface.best_se))
     probit = (float(gpc.log_evidence), 0.0)

@@ -55,26 +55,13 @@ from .kernels import make_kernel
 from .posterior import APPROXIMATIONS as POSTERIORS
 from .posterior import PREDICTION_TOLERANCE, PROBABILITY_METHODS, ErrorBars, Posterior, posteriors_at, probit_posteriors
 from .selection.search_priors import prior_for
-from .normalization.agreement import clearly_above, combined_se
 from .normalization.budget import EvidenceBudget
-from .selection.probit import select_probit
+from .selection.probit import evidence_prefers_probit, select_probit
 from .selection.select import select_for
 from .selection.subsample import selection_subset
 
 __all__ = ["BayesianSVC"]
 
-
-
-#: ``likelihood="auto"`` keeps the GP classifier where its evidence lies this many nats (beyond three standard errors
-#: of the difference) above the SVM's: EP's ln Z of the probit lies up to 0.44 nats below annealing at large
-#: amplitudes (documentation: expectation propagation), so a smaller lead is within what EP itself may misplace
-MODEL_CHOICE_MARGIN = 1.0
-
-
-def evidence_prefers_probit(hinge: tuple[float, float], probit: tuple[float, float]) -> bool:
-    """Whether the GP classifier's ln P(D) lies clearly above the SVM's, each given as (value, standard error):
-    above by :data:`MODEL_CHOICE_MARGIN` beyond three standard errors of the difference."""
-    return clearly_above(probit[0], hinge[0], se=combined_se(probit[1], hinge[1]), margin=MODEL_CHOICE_MARGIN)
 
 
 class BayesianSVC(ClassifierMixin, BaseEstimator):
@@ -148,7 +135,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         draws only the subsample. ARD, weights, ``class_weight`` and k classes (one-vs-rest, ``multiclass``,
         ``coupling``) are as for the hinge. Compare the two models on the same data by ``log_evidence_``.
         ``"auto"`` fits both on the same rows and keeps the GP classifier where its evidence lies more than
-        :data:`MODEL_CHOICE_MARGIN` nats plus three standard errors above the SVM's, the SVM otherwise (it costs
+        :data:`bayesvm.selection.probit.MODEL_CHOICE_MARGIN` nats plus three standard errors above the SVM's, the SVM otherwise (it costs
         both fits; ``C``, ``posterior`` and ``n_inducing`` as for ``"probit"``).
 
     Attributes
@@ -302,7 +289,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
 
     def _fit_both(self, X, y, sample_weight) -> "BayesianSVC":
         """``fit`` with ``likelihood="auto"``: both models fitted on the same rows, the probit kept where its evidence
-        lies clearly above the hinge's (:data:`MODEL_CHOICE_MARGIN`, beyond three standard errors of the
+        lies clearly above the hinge's (:data:`bayesvm.selection.probit.MODEL_CHOICE_MARGIN`, beyond three standard errors of the
         difference), the hinge otherwise; both values in ``model_evidences_``."""
         if self.C is not None or self.posterior != "ep" or self.n_inducing not in ("auto", None):
             raise ValueError("likelihood='auto' fits the GP classifier too, which has no C, EP's posterior only and "
@@ -326,7 +313,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         if self.n_inducing not in ("auto", None):
             raise ValueError("likelihood='probit' computes on the full prior: leave n_inducing 'auto' or None")
         shape_name = template.shape_parameter
-        fixed = self._probit_fixed(shape_name)
+        fixed = self._fixed(shape_name)
         all_fixed = len(fixed) == 2 + (shape_name is not None)
         selected_on, selected = selection_subset(data, self.selection_size, random_state=self._seed(),
                                                  selects=not all_fixed)
@@ -358,21 +345,6 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self._set_fitted(shape_name, posteriors, kernels, [None] * len(kernels), _first_rows(row))
         self.C_ = self.fit_ = None  # the GP classifier has no C and fits no MAP SVM
         return self
-
-    def _probit_fixed(self, shape_name) -> dict:
-        """The probit GP's fixed hyperparameters in its selection's names (amplitude, offset_ratio, the shape)."""
-        if self.offset is not None and self.amplitude is None:
-            raise ValueError("offset can only be fixed together with amplitude (the search is over k_b / k0)")
-        if self.length_scale is not None and shape_name is None:
-            raise ValueError(f"the {self.kernel!r} kernel has no shape parameter; leave length_scale None")
-        fixed = {}
-        if self.amplitude is not None:
-            fixed["amplitude"] = float(self.amplitude)
-        if self.offset is not None:
-            fixed["offset_ratio"] = float(self.offset) / float(self.amplitude)
-        if self.length_scale is not None:
-            fixed[shape_name] = float(self.length_scale)
-        return fixed
 
     @property
     @float64
@@ -455,7 +427,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         return template.replace(length_scale=np.ones(n_features))
 
     def _fixed(self, shape_name) -> dict:
-        """The fixed hyperparameters, in the selection's names (C, C_k0, offset_ratio, the shape parameter)."""
+        """The fixed hyperparameters, in the selection's names: C, C_k0 (the probit, which has no C: amplitude),
+        offset_ratio, the shape parameter."""
         if self.offset is not None and self.amplitude is None:
             raise ValueError("offset can only be fixed together with amplitude (the search is over k_b / k0)")
         if self.length_scale is not None and shape_name is None:
@@ -463,7 +436,9 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         fixed = {}
         if self.C is not None:
             fixed["C"] = float(self.C)
-        if self.amplitude is not None:
+        if self.amplitude is not None and self.likelihood == "probit":
+            fixed["amplitude"] = float(self.amplitude)
+        elif self.amplitude is not None:
             if self.C is None:
                 raise ValueError("amplitude can only be fixed together with C (the search fixes it as C k0)")
             fixed["C_k0"] = float(self.C) * float(self.amplitude)

@@ -86,7 +86,7 @@ def test_select_with_gpc_prints_both_evidences_and_the_preferred_model(tmp_path,
     """--gpc: the GP classifier selected on the same rows, its ln P(D) printed and written beside the SVM's, and the
     model the evidence prefers by the rule likelihood="auto" applies."""
     from bayesvm import BayesianSVC
-    from bayesvm.estimator import evidence_prefers_probit
+    from bayesvm.selection.probit import evidence_prefers_probit
 
     X, y = toy
     data = write_csv(tmp_path / "toy.csv", X, y)

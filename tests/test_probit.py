@@ -342,7 +342,7 @@ def test_the_hinge_evidence_has_no_way_to_drop_its_normalisation():
 def test_auto_keeps_the_model_whose_evidence_is_clearly_higher_and_is_that_model():
     """likelihood="auto" reports both models' evidence on the same rows, keeps the GP classifier only where its
     ln P(D) clears the SVM's by the margin beyond three standard errors, and predicts as that model fitted alone."""
-    from bayesvm.estimator import MODEL_CHOICE_MARGIN
+    from bayesvm.selection.probit import MODEL_CHOICE_MARGIN
 
     X, y = _toy(40)
     with warnings.catch_warnings():

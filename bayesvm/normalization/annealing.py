@@ -62,7 +62,6 @@ from .._precision import as_float64, float64
 from .._validation import check_count, check_inputs, check_kernel, check_labels, check_positive
 from .._warnings import warn_user
 from ..kernels import Kernel, gram_matrix
-from ..inference.probit import log_probit
 from ..model import hinge, log_kappa, log_nu
 from .smc import smc_runs
 
@@ -79,8 +78,6 @@ __all__ = [
     "annealed_log_normalization",
     "mean_route_log_likelihood",
     "naive_log_likelihood",
-    "annealed_log_probit_evidence",
-    "probit_log_likelihood",
     "prior_factor",
     "product_route_log_likelihood",
     "runs_per_program",
@@ -235,16 +232,6 @@ def naive_log_likelihood(theta: Array, y: Array, C: Array | float) -> Array:
     The naive-evidence integrand (theory: "Why C and k0 need the evidence").
     """
     return -C * jnp.sum(hinge(y * theta))
-
-
-@float64
-def probit_log_likelihood(theta: Array, y: Array, weights: Array) -> Array:
-    """L(theta) = sum_i w_i ln Phi(y_i theta_i): the GP classifier's log likelihood (theory: "The GP classifier: a
-    normalised likelihood"); its ln E[exp L] is ln P(D), with no normalisation factor."""
-    return jnp.sum(weights * log_probit(y * theta))
-
-
-# ---------------------------------------------------------------- prior factor
 
 
 @float64
@@ -566,35 +553,14 @@ def annealed_log_naive_evidence(K, y, C: float, *, chol=None, key=0, **options) 
     classes, mapped to -1/+1 with the larger one +1).
     """
     C = check_positive(C, "C")
-    chol = _factor_of(K, chol)
-    n = chol.shape[0]
-    result = annealed_log_expectation(chol, naive_log_likelihood, args=(_labels_pm(y, n), C), key=key, **options)
-    return shift(result, n * float(log_kappa(C)))
-
-
-def _factor_of(K, chol) -> np.ndarray:
-    """The prior's square-root factor: ``chol`` checked, or :func:`prior_factor` of the Gram matrix ``K``."""
     if chol is None:
         if K is None:
             raise ValueError("give the Gram matrix K or its square-root factor chol")
         chol = prior_factor(K)
-    return _check_chol(chol, np.asarray(chol).shape[0])
-
-
-@float64
-def annealed_log_probit_evidence(K, y, weights=None, *, chol=None, key=0, **options) -> AnnealingResult:
-    """ln P(D) = ln E_{theta ~ N(0, K)}[prod_i Phi(y_i theta_i)^{w_i}] of the GP classifier by tempered SMC: the
-    sampled reference for EP's value (:func:`bayesvm.inference.ep.ep_log_evidence` with ``likelihood="probit"``).
-
-    ``K``: the Gram matrix of the n training inputs (None when ``chol``, its :func:`prior_factor`, is given);
-    ``y``: labels (-1/+1, or two classes mapped as :func:`bayesvm.log_evidence` does); ``weights``: (n,) the rows'
-    weights (None: 1 each); ``options``: :func:`annealed_log_expectation`'s.
-    """
-    chol = _factor_of(K, chol)
+    chol = _check_chol(chol, np.asarray(chol).shape[0])
     n = chol.shape[0]
-    weights = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
-    return annealed_log_expectation(chol, probit_log_likelihood, args=(_labels_pm(y, n), weights), key=key,
-                                    **options)
+    result = annealed_log_expectation(chol, naive_log_likelihood, args=(_labels_pm(y, n), C), key=key, **options)
+    return shift(result, n * float(log_kappa(C)))
 
 
 def _labels_pm(y, n: int) -> np.ndarray:
