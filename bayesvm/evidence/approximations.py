@@ -247,10 +247,11 @@ class EPNaive:
             raise ValueError(f"the {self.likelihood} likelihood's EP runs on the full prior only; got inducing inputs")
         X = as_float64(X)
         loop = {"tol": self.tol, "log_z_tol": self.log_z_tol}
+        _, group = np.unique(np.asarray(X), axis=0, return_inverse=True)  # the distinct inputs, found once
 
         def naive(x, Y, sites: EPSites, damping: float, max_iter: int) -> NaiveEvidenceGradient:
             # one label site per distinct input
-            site_weights, opposite = merged_label_weights(X, Y, weights)
+            site_weights, opposite = merged_label_weights(group.reshape(-1, 1), Y, weights)
             labels = {"weights": site_weights, "opposite": opposite, "damping": damping, "max_iter": max_iter}
             if inducing is None:
                 return ep_naive_evidences_and_gradient(x, X, Y, template, sites, likelihood=self.likelihood,

@@ -235,20 +235,15 @@ def _interval_piece(mean: Array, variance: Array, sigma: Array, slope: Array) ->
       var = v_1 + r (v_1 - v_2) / (1 - r) - r (mu_1 - mu_2)^2 / (1 - r)^2
     (the moments of the signed mixture (T1 - r T2) / (1 - r)).
     """
-    upper = mean + slope * variance <= 0.0
-    first = jax.tree_util.tree_map(
-        lambda a, b: jnp.where(upper, a, b),
-        _exponential_tail(mean, variance, sigma, slope, -1.0),
-        _mirrored(_exponential_tail(-mean, variance, sigma, -slope, -1.0)))
-    second = jax.tree_util.tree_map(
-        lambda a, b: jnp.where(upper, a, b),
-        _exponential_tail(mean, variance, sigma, slope, 1.0),
-        _mirrored(_exponential_tail(-mean, variance, sigma, -slope, 1.0)))
+    # mirrored (u -> -u, the interval is symmetric) where the shifted centre lies above 0: then always upper tails
+    sign = jnp.where(mean + slope * variance <= 0.0, 1.0, -1.0)
+    first = _exponential_tail(sign * mean, variance, sigma, sign * slope, -1.0)
+    second = _exponential_tail(sign * mean, variance, sigma, sign * slope, 1.0)
     r = jnp.exp(second.log_z - first.log_z)
     odds = r / (1.0 - r)
     gap = first.mean - second.mean
     return TiltedMoments(first.log_z + jnp.log1p(-r),
-                         first.mean + odds * gap,
+                         sign * (first.mean + odds * gap),
                          first.variance + odds * (first.variance - second.variance) - odds * gap * gap / (1.0 - r))
 
 
